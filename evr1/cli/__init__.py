@@ -1,0 +1,61 @@
+"""The `evr1` command line: `run | show | list | cache | data | eval`.
+
+User errors (`Evr1Error`) print one short message and exit with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+import click
+import typer
+
+from evr1.errors import Evr1Error
+
+app = typer.Typer(
+    name="evr1",
+    help="RL from verifiable rewards for video-language models.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Sub-command groups live in their own modules (each exposes `app`); built ones are added here.
+_GROUPS = {"cache": "evr1.cli.cache", "data": "evr1.cli.data", "eval": "evr1.cli.eval", "rewards": "evr1.cli.rewards"}
+
+
+def _assemble() -> None:
+    from evr1.cli import experiments
+
+    experiments.register(app)
+    for name, module in _GROUPS.items():
+        if importlib.util.find_spec(module) is not None:
+            app.add_typer(importlib.import_module(module).app, name=name)
+
+
+_assemble()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `evr1` script; returns the exit status."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name="evr1", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        print("aborted", file=sys.stderr)
+        return 130
+    except Evr1Error as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return result if isinstance(result, int) else 0
+
+
+def entry() -> None:
+    sys.exit(main())

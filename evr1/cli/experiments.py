@@ -1,0 +1,136 @@
+"""`evr1 run`, `evr1 show` and `evr1 list`."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from evr1.errors import ConfigError
+
+console = Console(highlight=False)
+
+SetOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", "-s", help="Override a field: PATH=VALUE (a Python literal, text, or @registry:name). Repeatable."),
+]
+
+
+def _resolve(name: str, overrides: list[str] | None):
+    from evr1.experiment import apply_overrides, build_experiment
+    from evr1.experiment_files import load_config
+
+    cfg, source = load_config(name)
+    applied = apply_overrides(cfg, overrides or [])
+    return cfg, source, applied, build_experiment(cfg)
+
+
+def show(
+    name: Annotated[str, typer.Argument(help="NAME[:VARIANT]: a .py file, experiments/NAME.py, a registered experiment or a module.")],
+    overrides: SetOption = None,
+) -> None:
+    """Print the flattened, validated config, marking values set on the command line."""
+    from evr1.experiment import flatten, provenance
+
+    cfg, source, applied, experiment = _resolve(name, overrides)
+    marks = provenance(cfg, applied)
+    console.print(f"[bold]{source.label}[/bold]  ({source.origin}: {source.location})")
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("field")
+    table.add_column("value")
+    table.add_column("set by", style="cyan")
+    for path, value in flatten(experiment):
+        table.add_row(path, repr(value), marks.get(path, ""))
+    console.print(table)
+
+
+def _plan(experiment) -> Table:
+    table = Table(title=f"plan: {experiment.name}", show_header=False, box=None)
+    d, r, a, t = experiment.data, experiment.rollout, experiment.algo, experiment.trainer
+    rows = {
+        "model": f"{experiment.model.name} ({experiment.model.dtype}, {experiment.model.attn_implementation})",
+        "data": f"train {list(d.train) or '-'}, val {list(d.val) or '-'}, cache {d.cache.mode} at {d.cache.path or '-'}",
+        "video": f"fps {d.video.fps}, frames {d.video.min_frames}-{d.video.max_frames}, pixels {d.video.min_pixels}-{d.video.max_pixels}",
+        "image": f"pixels {d.image.min_pixels}-{d.image.max_pixels}",
+        "rollout": f"{r.engine or 'auto'} engine, n={r.n}, temperature {r.temperature}, max {r.max_response_tokens} response tokens",
+        "algorithm": f"{a.advantage} + {a.policy_loss} (clip {a.clip_low}/{a.clip_high}, {a.loss_agg}), KL {'on' if a.kl.enabled else 'off'}",
+        "training": f"{t.steps} steps x {t.prompts_per_step} prompts, lr {experiment.optim.lr}, seed {t.seed}",
+    }
+    for key, value in rows.items():
+        table.add_row(key, value)
+    return table
+
+
+def run(
+    name: Annotated[str, typer.Argument(help="NAME[:VARIANT] of the experiment.")] = "",
+    overrides: SetOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and write the run directory, do not train.")] = False,
+    run_dir: Annotated[Optional[Path], typer.Option(help="Run directory (default: <run_root>/<name>/<timestamp>).")] = None,
+    resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory with its recorded config.")] = None,
+) -> None:
+    """Validate an experiment, write its run directory, and train."""
+    from evr1.run_dir import load_experiment, new_run_dir, write_run_dir
+
+    if resume is not None:
+        if name or overrides:
+            raise ConfigError("--resume takes the run's recorded config; do not pass a NAME or --set with it")
+        experiment, target = load_experiment(resume), resume
+    else:
+        if not name:
+            raise ConfigError("evr1 run needs an experiment NAME (see `evr1 list experiments`)")
+        _, source, applied, experiment = _resolve(name, overrides)
+        target = run_dir if run_dir is not None else new_run_dir(experiment)
+        target.mkdir(parents=True, exist_ok=True)
+        write_run_dir(target, experiment, source, applied)
+    console.print(_plan(experiment))
+    console.print(f"run directory: {target}")
+    if dry_run:
+        console.print("dry run: config validated and recorded; not training.")
+        return
+    if importlib.util.find_spec("evr1.runner.train") is None:
+        console.print("[yellow]the training loop is not built yet (issue #6): the plan above is what it will run.[/yellow]")
+        return
+    from evr1.runner.train import train
+
+    train(experiment, target, resume=resume is not None)
+
+
+def list_components(
+    kind: Annotated[Optional[str], typer.Argument(help="A registry (rewards, advantages, ...) or 'experiments'.")] = None,
+) -> None:
+    """List registered components and experiments with a one-line description."""
+    from evr1.errors import known_list, suggest
+    from evr1.experiment_files import known_experiments, resolve
+    from evr1.registry import REGISTRIES
+
+    kinds = sorted(REGISTRIES)
+    if kind is not None and kind not in kinds:
+        raise ConfigError(f"unknown kind {kind!r}.{suggest(kind, kinds)} Known: {known_list(kinds)}")
+    for registry_name in [kind] if kind else kinds:
+        table = Table(title=registry_name, title_justify="left", show_header=False, box=None)
+        if registry_name == "experiments":
+            for exp in known_experiments():
+                try:
+                    fn, source = resolve(exp)
+                    doc = (fn.__doc__ or "").strip().splitlines()
+                    table.add_row(exp, doc[0] if doc else "", source.location)
+                except ConfigError as exc:
+                    table.add_row(exp, f"[red]{exc}[/red]", "")
+        else:
+            registry = REGISTRIES[registry_name]
+            for component in registry.names():
+                d = registry.describe(component)
+                table.add_row(component, d.summary, d.origin)
+        if table.row_count == 0:
+            table.add_row("(none)")
+        console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(run)
+    app.command()(show)
+    app.command("list")(list_components)

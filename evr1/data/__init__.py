@@ -1,0 +1,1 @@
+"""Data: records, media decoding and sampling, the LMDB tensor cache, synthetic data."""

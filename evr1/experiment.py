@@ -1,0 +1,244 @@
+"""The `Experiment` root, building it from a Fiddle graph, and `--set` overrides.
+
+An experiment file holds functions returning `fdl.Config[Experiment]`. Leaves are pydantic specs;
+`build` validates them and reports errors with the full field path.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import fiddle as fdl
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from evr1.errors import ConfigError, Evr1Error, known_list, suggest
+from evr1.specs import (
+    AlgoSpec,
+    DataSpec,
+    EvalSpec,
+    MixerSpec,
+    ModelSpec,
+    OptimSpec,
+    ResourcesSpec,
+    RewardSpec,
+    RolloutSpec,
+    Spec,
+    TrainerSpec,
+)
+
+
+class Experiment(Spec):
+    """A complete, validated experiment: every setting of a run, and nothing else."""
+
+    name: str = "experiment"
+    description: str = ""
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    data: DataSpec = Field(default_factory=DataSpec)
+    rollout: RolloutSpec = Field(default_factory=RolloutSpec)
+    mixer: MixerSpec = Field(default_factory=MixerSpec)
+    reward: RewardSpec = Field(default_factory=RewardSpec)
+    algo: AlgoSpec = Field(default_factory=AlgoSpec)
+    optim: OptimSpec = Field(default_factory=OptimSpec)
+    trainer: TrainerSpec = Field(default_factory=TrainerSpec)
+    resources: ResourcesSpec = Field(default_factory=ResourcesSpec)
+    eval: EvalSpec = Field(default_factory=EvalSpec)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Experiment:
+        if self.mixer.name is not None and self.mixer.k >= self.rollout.n:
+            raise ValueError(f"mixer.k ({self.mixer.k}) must be smaller than rollout.n ({self.rollout.n})")
+        return self
+
+
+# -- building -------------------------------------------------------------------------------
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def format_validation_error(error: ValidationError, path: str) -> str:
+    """One line per problem: `field.path: message (got value)`."""
+    lines = []
+    for err in error.errors():
+        where = path
+        for part in err["loc"]:
+            where = _join(where, part)
+        got = f" (got {err['input']!r})" if err["type"] not in ("missing", "value_error") and "input" in err else ""
+        message = err["msg"].removeprefix("Value error, ")
+        lines.append(f"{where or '<experiment>'}: {message}{got}")
+    return "\n".join(lines)
+
+
+def build(cfg: fdl.Buildable) -> Any:
+    """Build a Fiddle graph, validating each spec and naming the field path of any error.
+
+    Shared sub-configs are built once, so every part receives the same object.
+    """
+    memo: dict[int, Any] = {}
+
+    def visit(node: Any, path: str) -> Any:
+        if isinstance(node, fdl.Buildable):
+            if id(node) not in memo:
+                if not isinstance(node, fdl.Config):
+                    memo[id(node)] = fdl.build(node)
+                    return memo[id(node)]
+                kwargs = {k: visit(v, _join(path, k)) for k, v in node.__arguments__.items()}
+                try:
+                    memo[id(node)] = node.__fn_or_cls__(**kwargs)
+                except ValidationError as exc:
+                    raise ConfigError(format_validation_error(exc, path)) from None
+                except Evr1Error as exc:
+                    raise ConfigError(f"{path or '<experiment>'}: {exc}") from None
+            return memo[id(node)]
+        if isinstance(node, (list, tuple)):
+            return type(node)(visit(v, _join(path, i)) for i, v in enumerate(node))
+        if isinstance(node, dict):
+            return {k: visit(v, _join(path, str(k))) for k, v in node.items()}
+        return node
+
+    return visit(cfg, "")
+
+
+def build_experiment(cfg: fdl.Config) -> Experiment:
+    """Build and check that the root really is an `Experiment`."""
+    if not isinstance(cfg, fdl.Config) or not (
+        inspect.isclass(cfg.__fn_or_cls__) and issubclass(cfg.__fn_or_cls__, Experiment)
+    ):
+        raise ConfigError(f"an experiment function must return fdl.Config[Experiment], got {cfg!r}")
+    return build(cfg)
+
+
+# -- overrides ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Override:
+    """One `--set path=value` as given on the command line, with its parsed value."""
+
+    path: str
+    raw: str
+    value: Any = field(compare=False)
+
+    def __str__(self) -> str:
+        return f"--set {self.path}={self.raw}"
+
+
+def parse_value(raw: str) -> Any:
+    """A Python literal if it parses as one, `@registry:name` checked against the registry, else the text."""
+    text = raw.strip()
+    if text.startswith("@") and ":" in text:
+        from evr1.registry import REGISTRIES
+
+        registry, _, name = text[1:].partition(":")
+        if registry not in REGISTRIES:
+            raise ConfigError(f"unknown registry {registry!r} in {raw!r}.{suggest(registry, REGISTRIES)} Known: {known_list(REGISTRIES)}")
+        return REGISTRIES[registry].canonical(name)
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_override(item: str) -> Override:
+    path, sep, raw = item.partition("=")
+    if not sep or not path.strip():
+        raise ConfigError(f"--set expects PATH=VALUE (e.g. algo.clip_high=0.28), got {item!r}")
+    return Override(path=path.strip(), raw=raw, value=parse_value(raw))
+
+
+def _fields_of(node: fdl.Config) -> list[str]:
+    return list(inspect.signature(node.__fn_or_cls__).parameters)
+
+
+def as_config(value: Any) -> Any:
+    """A spec instance as an editable `fdl.Config` (recursively); other values unchanged."""
+    if isinstance(value, BaseModel):
+        return fdl.Config(type(value), **{k: as_config(getattr(value, k)) for k in value.model_fields_set})
+    return value
+
+
+def _child(node: fdl.Config, name: str, done: str) -> fdl.Config:
+    value = getattr(node, name)
+    if isinstance(value, BaseModel):
+        value = as_config(value)
+        setattr(node, name, value)
+    if not isinstance(value, fdl.Config):
+        raise ConfigError(f"{_join(done, name)} is a {type(value).__name__} value, not a spec with fields")
+    return value
+
+
+def apply_override(cfg: fdl.Config, override: Override) -> None:
+    """Set one dotted path in the graph; unknown fields are reported with the valid ones."""
+    parts = override.path.split(".")
+    node, done = cfg, ""
+    for i, name in enumerate(parts):
+        fields = _fields_of(node)
+        if name not in fields:
+            owner = node.__fn_or_cls__.__name__
+            raise ConfigError(
+                f"{override}: {owner} at {done or '<experiment>'} has no field {name!r}.{suggest(name, fields)}"
+                f" Fields: {', '.join(fields)}"
+            )
+        if i == len(parts) - 1:
+            setattr(node, name, override.value)
+        else:
+            node = _child(node, name, done)
+            done = _join(done, name)
+
+
+def apply_overrides(cfg: fdl.Config, items: Iterable[str]) -> list[Override]:
+    """Parse and apply `--set` items in order; returns them for provenance."""
+    applied = []
+    for item in items:
+        override = parse_override(item)
+        apply_override(cfg, override)
+        applied.append(override)
+    return applied
+
+
+# -- flattening for `evr1 show` --------------------------------------------------------------
+
+
+def _paths_by_node(cfg: fdl.Buildable) -> dict[int, list[str]]:
+    """Every path at which each sub-config appears (a shared spec has several)."""
+    found: dict[int, list[str]] = {}
+
+    def visit(node: Any, path: str) -> None:
+        if isinstance(node, fdl.Buildable):
+            found.setdefault(id(node), []).append(path)
+            for k, v in node.__arguments__.items():
+                visit(v, _join(path, k))
+
+    visit(cfg, "")
+    return found
+
+
+def provenance(cfg: fdl.Config, overrides: Iterable[Override]) -> dict[str, str]:
+    """Flat path -> the override that set it (paths reached through a shared spec included)."""
+    by_node = _paths_by_node(cfg)
+    marks: dict[str, str] = {}
+    for override in overrides:
+        parent, _, leaf = override.path.rpartition(".")
+        node: Any = cfg
+        for part in parent.split(".") if parent else ():
+            node = getattr(node, part)
+        for alias in by_node.get(id(node), [parent]):
+            path = _join(alias, leaf)
+            marks[path] = str(override) + ("" if path == override.path else " (shared)")
+    return marks
+
+
+def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted path, leaf value) pairs of a built experiment, in field order."""
+    if isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from flatten(getattr(value, name), _join(prefix, name))
+    else:
+        yield prefix, value

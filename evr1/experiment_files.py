@@ -1,0 +1,139 @@
+"""Finding experiments by name: a `.py` path, `experiments/NAME.py`, a registered entry point,
+or a dotted module; `NAME:VARIANT` picks another function of the same file."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import fiddle as fdl
+
+from evr1.errors import ConfigError, known_list, suggest
+
+DEFAULT_VARIANT = "experiment"
+
+
+@dataclass(frozen=True)
+class ExperimentSource:
+    """Where an experiment came from: enough to find it again and to copy its source."""
+
+    name: str
+    variant: str
+    origin: str  # "file", "entry point", "module"
+    location: str  # file path or module name
+    file: Path | None
+
+    @property
+    def label(self) -> str:
+        return self.name if self.variant == DEFAULT_VARIANT else f"{self.name}:{self.variant}"
+
+
+def project_root(start: Path | None = None) -> Path | None:
+    """The nearest directory (from `start` or the cwd upwards) that has an `experiments/` folder."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "experiments").is_dir():
+            return folder
+    return None
+
+
+def _load_file(path: Path) -> ModuleType:
+    module_name = f"evr1_experiments.{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load experiment file {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # pickling and dataclasses need the module registered
+    try:
+        spec.loader.exec_module(module)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise ConfigError(f"experiment file {path} failed to import: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def variants(module: ModuleType) -> dict[str, Callable[[], fdl.Config]]:
+    """Public functions defined in the module that take no required arguments."""
+    found = {}
+    for name, fn in vars(module).items():
+        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
+            continue
+        params = inspect.signature(fn).parameters.values()
+        if all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            found[name] = fn
+    return found
+
+
+def known_experiments(root: Path | None = None) -> list[str]:
+    """Names of experiment files under the project's `experiments/` and registered experiments."""
+    from evr1.registry import EXPERIMENTS
+
+    root = root if root is not None else project_root()
+    files = sorted(p.stem for p in (root / "experiments").glob("*.py") if not p.stem.startswith("_")) if root else []
+    return sorted({*files, *EXPERIMENTS.names()})
+
+
+def _pick(module_or_fn: Any, name: str, variant: str, location: str) -> Callable[[], fdl.Config]:
+    if inspect.isfunction(module_or_fn):
+        if variant != DEFAULT_VARIANT:
+            raise ConfigError(f"experiment {name!r} ({location}) is a single function and has no variant {variant!r}")
+        return module_or_fn
+    choices = variants(module_or_fn)
+    if variant not in choices:
+        raise ConfigError(
+            f"experiment {name!r} ({location}) has no variant {variant!r}.{suggest(variant, choices)}"
+            f" Variants: {known_list(choices)}"
+        )
+    return choices[variant]
+
+
+def resolve(spec: str, root: Path | None = None) -> tuple[Callable[[], fdl.Config], ExperimentSource]:
+    """The experiment function for `NAME[:VARIANT]` and where it was found."""
+    from evr1.registry import EXPERIMENTS
+
+    name, _, variant = spec.partition(":")
+    variant = variant or DEFAULT_VARIANT
+    root = root if root is not None else project_root()
+    as_path = Path(name)
+    if as_path.suffix == ".py":
+        if not as_path.is_file():
+            raise ConfigError(f"experiment file {name} does not exist")
+        path = as_path.resolve()
+        return _pick(_load_file(path), path.stem, variant, str(path)), ExperimentSource(path.stem, variant, "file", str(path), path)
+    if root is not None and (root / "experiments" / f"{name}.py").is_file():
+        path = root / "experiments" / f"{name}.py"
+        return _pick(_load_file(path), name, variant, str(path)), ExperimentSource(name, variant, "file", str(path), path)
+    if name in EXPERIMENTS:
+        target = EXPERIMENTS.get(name)
+        module = target if inspect.ismodule(target) else sys.modules.get(getattr(target, "__module__", ""))
+        file = Path(inspect.getfile(module)) if module is not None and getattr(module, "__file__", None) else None
+        return _pick(target, name, variant, f"entry point {name}"), ExperimentSource(name, variant, "entry point", name, file)
+    if "." in name and importlib.util.find_spec(name.split(".")[0]) is not None:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigError(f"experiment module {name} failed to import: {exc}") from exc
+        file = Path(module.__file__) if module.__file__ else None
+        return _pick(module, name, variant, name), ExperimentSource(name, variant, "module", name, file)
+    known = known_experiments(root)
+    where = f" under {root / 'experiments'}" if root else " (no experiments/ folder found from the current directory)"
+    raise ConfigError(f"unknown experiment {name!r}{where}.{suggest(name, known)} Known: {known_list(known)}")
+
+
+def load_config(spec: str, root: Path | None = None) -> tuple[fdl.Config, ExperimentSource]:
+    """Call the experiment function and name the result after its source unless it names itself."""
+    fn, source = resolve(spec, root)
+    cfg = fn()
+    if not isinstance(cfg, fdl.Config):
+        raise ConfigError(f"experiment {source.label} ({source.location}) returned {type(cfg).__name__}, not fdl.Config[Experiment]")
+    if "name" not in cfg.__arguments__:
+        cfg.name = source.label
+    return cfg, source

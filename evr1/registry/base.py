@@ -1,0 +1,262 @@
+"""The one `Registry` class: named components, decorators, entry-point plugins."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Generic, TypeVar
+
+from evr1.errors import Evr1Error, known_list, suggest
+
+T = TypeVar("T")
+Check = Callable[[str, Any], None]
+
+
+class UnknownNameError(KeyError, Evr1Error):
+    """A name that is not in a registry; the message lists known names and a suggestion."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class DuplicateNameError(ValueError, Evr1Error):
+    """A name registered twice without `override=True`."""
+
+
+class RegistrationError(TypeError, Evr1Error):
+    """An object that does not satisfy the registry's check, or an un-namespaced plugin."""
+
+
+@dataclass(frozen=True)
+class Description:
+    """Where a registered component lives and what it does."""
+
+    registry: str
+    name: str
+    aliases: tuple[str, ...]
+    module: str
+    file: str | None
+    summary: str
+    origin: str  # "builtin", "entry point (dist)", or "runtime"
+
+    def __str__(self) -> str:
+        alias = f" (aliases: {', '.join(self.aliases)})" if self.aliases else ""
+        where = f"{self.module} [{self.file}]" if self.file else self.module
+        return f"{self.registry}:{self.name}{alias}\n  {where}\n  origin: {self.origin}\n  {self.summary}"
+
+
+def requires_params(*params: str) -> Check:
+    """A registration check: the object must be callable and accept these parameters."""
+
+    def check(name: str, obj: Any) -> None:
+        if not callable(obj):
+            raise RegistrationError(f"{name!r} must be callable, got {type(obj).__name__}")
+        try:
+            sig = inspect.signature(obj)
+        except (TypeError, ValueError):
+            return
+        has_var_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+        missing = [p for p in params if p not in sig.parameters and not has_var_kw]
+        if missing:
+            raise RegistrationError(f"{name!r} must accept parameter(s) {', '.join(missing)}; its signature is {sig}")
+
+    return check
+
+
+def is_instance_of(*types: type) -> Check:
+    """A registration check: the object must be an instance of one of these types."""
+
+    def check(name: str, obj: Any) -> None:
+        if not isinstance(obj, types):
+            expected = " or ".join(t.__name__ for t in types)
+            raise RegistrationError(f"{name!r} must be a {expected}, got {type(obj).__name__}")
+
+    return check
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+def _summary(obj: Any) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else "(no description)"
+
+
+def _module_of(obj: Any) -> str:
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    return module or "?"
+
+
+class Registry(Generic[T]):
+    """Components by name: `@REG.register("name")`, `REG.get("name")`, entry points `evr1.<name>`.
+
+    Built-in components are imported lazily from `builtin_modules` on first lookup, so that
+    creating registries (and importing `evr1`) stays cheap. Names without a namespace are
+    reserved for evr1's own modules; plugins use `owner/name`.
+    """
+
+    def __init__(self, name: str, *, builtin_modules: Sequence[str] = (), check: Check | None = None) -> None:
+        self.name = name
+        self.group = f"evr1.{name}"
+        self._builtin_modules = tuple(builtin_modules)
+        self._check = check
+        self._entries: dict[str, T] = {}
+        self._origins: dict[str, str] = {}
+        self._aliases: dict[str, str] = {}
+        self._pending: dict[str, metadata.EntryPoint] = {}
+        self._loaded = False
+        self._loading = False
+        self._lock = threading.RLock()
+
+    # -- registration -------------------------------------------------------------------
+    def register(self, name: str, obj: T | None = None, *, aliases: Sequence[str] = (), override: bool = False) -> Any:
+        """Register `obj` under `name`; without `obj`, return a decorator that does."""
+        if obj is None:
+            def decorator(target: T) -> T:
+                self._add(name, target, tuple(aliases), override)
+                return target
+
+            return decorator
+        self._add(name, obj, tuple(aliases), override)
+        return obj
+
+    def _add(self, name: str, obj: T, aliases: tuple[str, ...], override: bool) -> None:
+        if not name or name != name.strip():
+            raise RegistrationError(f"invalid {self.name} name {name!r}")
+        module = _module_of(obj)
+        if "/" not in name and not (module == "evr1" or module.startswith("evr1.")):
+            raise RegistrationError(
+                f"{self.name} name {name!r} from module {module!r} must be namespaced, e.g. 'yourpkg/{name}'"
+                " (plain names are reserved for evr1's built-ins)"
+            )
+        if self._check is not None:
+            self._check(name, obj)
+        with self._lock:
+            for key in (name, *aliases):
+                taken = key in self._entries or key in self._aliases
+                if taken and not override:
+                    owner = self._aliases.get(key, key)
+                    raise DuplicateNameError(
+                        f"{self.name} name {key!r} is already registered (by {self.describe_origin(owner)});"
+                        " pass override=True to replace it"
+                    )
+            self._entries[name] = obj
+            self._origins.setdefault(name, "builtin" if self._loading else "runtime")
+            self._pending.pop(name, None)
+            for alias in aliases:
+                self._aliases[alias] = name
+
+    def describe_origin(self, name: str) -> str:
+        return self._origins.get(name, "?")
+
+    # -- discovery ----------------------------------------------------------------------
+    def _ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        with self._lock:
+            if self._loaded or self._loading:
+                return
+            self._loading = True
+            try:
+                for module in self._builtin_modules:
+                    if _module_exists(module):  # parts not built yet are simply absent
+                        importlib.import_module(module)
+            finally:
+                self._loading = False
+            for ep in metadata.entry_points(group=self.group):
+                if ep.name not in self._entries:
+                    self._pending[ep.name] = ep
+            self._loaded = True
+
+    def _load_entry_point(self, name: str) -> None:
+        ep = self._pending[name]
+        dist = ep.dist.name if ep.dist is not None else "?"
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken plugin must say which one
+            raise RegistrationError(f"{self.name} plugin {name!r} ({ep.value}, from {dist}) failed to load: {exc}") from exc
+        with self._lock:
+            if name not in self._entries:  # the module may have registered itself on import
+                if inspect.ismodule(obj):
+                    raise RegistrationError(
+                        f"{self.name} plugin {name!r} points at module {ep.value} which did not register {name!r}"
+                    )
+                self._add(name, obj, (), override=False)
+            self._origins[name] = f"entry point ({dist})"
+            self._pending.pop(name, None)
+
+    # -- lookup -------------------------------------------------------------------------
+    def canonical(self, name: str) -> str:
+        """The registered name for `name` or one of its aliases; raises `UnknownNameError`."""
+        self._ensure_loaded()
+        key = self._aliases.get(name, name)
+        if key in self._entries or key in self._pending:
+            return key
+        known = self.names()
+        raise UnknownNameError(
+            f"unknown {self.name} name {name!r}.{suggest(name, known + list(self._aliases))} Known: {known_list(known)}"
+        )
+
+    def get(self, name: str) -> T:
+        key = self.canonical(name)
+        if key in self._pending:
+            self._load_entry_point(key)
+        return self._entries[key]
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        self._ensure_loaded()
+        key = self._aliases.get(name, name)
+        return key in self._entries or key in self._pending
+
+    def names(self) -> list[str]:
+        """All registered names (entry points included, without loading them), sorted."""
+        self._ensure_loaded()
+        return sorted({*self._entries, *self._pending})
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def describe(self, name: str) -> Description:
+        key = self.canonical(name)
+        obj = self.get(key)
+        target = obj if (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismodule(obj)) else type(obj)
+        try:
+            file = inspect.getsourcefile(target)
+        except TypeError:
+            file = None
+        return Description(
+            registry=self.name,
+            name=key,
+            aliases=tuple(sorted(a for a, k in self._aliases.items() if k == key)),
+            module=_module_of(obj),
+            file=file,
+            summary=_summary(obj),
+            origin=self._origins.get(key, "?"),
+        )
+
+    def unregister(self, name: str) -> None:
+        """Remove a name (and its aliases); for tests and interactive use."""
+        with self._lock:
+            key = self._aliases.get(name, name)
+            self._entries.pop(key, None)
+            self._pending.pop(key, None)
+            self._origins.pop(key, None)
+            for alias in [a for a, k in self._aliases.items() if k == key]:
+                del self._aliases[alias]
+
+    def __repr__(self) -> str:
+        return f"Registry({self.name!r})"

@@ -9,7 +9,6 @@ import importlib
 import importlib.util
 import sys
 
-import click
 import typer
 
 from evr1.errors import Evr1Error
@@ -42,19 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `evr1` script; returns the exit status."""
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=argv, prog_name="evr1", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
-        print("aborted", file=sys.stderr)
-        return 130
+        command.main(args=argv, prog_name="evr1", standalone_mode=True)  # usage errors: exit 2
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Evr1Error as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return result if isinstance(result, int) else 0
+    return 0
 
 
 def entry() -> None:

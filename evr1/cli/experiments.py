@@ -105,7 +105,7 @@ def list_components(
     """List registered components and experiments with a one-line description."""
     from evr1.errors import known_list, suggest
     from evr1.experiment_files import known_experiments, resolve
-    from evr1.registry import REGISTRIES
+    from evr1.registry import REGISTRIES, RegistrationError
 
     kinds = sorted(REGISTRIES)
     if kind is not None and kind not in kinds:
@@ -123,7 +123,11 @@ def list_components(
         else:
             registry = REGISTRIES[registry_name]
             for component in registry.names():
-                d = registry.describe(component)
+                try:
+                    d = registry.describe(component)
+                except RegistrationError as exc:  # one broken plugin must not hide the others
+                    table.add_row(component, f"[red]broken: {exc}[/red]", "")
+                    continue
                 table.add_row(component, d.summary, d.origin)
         if table.row_count == 0:
             table.add_row("(none)")

@@ -1,0 +1,105 @@
+"""`evr1 --help | list | show | run` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evr1.run_dir import load_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+EVR1 = str(Path(sys.executable).parent / "evr1")
+
+
+def evr1(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([EVR1, *args], capture_output=True, text=True, cwd=cwd, timeout=300, env=None)
+
+
+def assert_user_error(out: subprocess.CompletedProcess, message: str) -> None:
+    assert out.returncode == 2, out
+    assert "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: ")
+    assert message in " ".join(out.stderr.split()), out.stderr
+
+
+def test_help() -> None:
+    out = evr1("--help")
+    assert out.returncode == 0
+    for command in ("run", "show", "list"):
+        assert command in out.stdout
+
+
+def test_list_shows_registries_and_experiments() -> None:
+    out = evr1("list")
+    assert out.returncode == 0, out.stderr
+    for title in ("rewards", "advantages", "policy_losses", "experiments", "grpo", "quickstart"):
+        assert title in out.stdout
+    out = evr1("list", "experiments")
+    assert "quickstart" in out.stdout and "Tiny model, synthetic data" in out.stdout
+    assert_user_error(evr1("list", "reward"), "unknown kind 'reward'. Did you mean 'rewards'?")
+
+
+def test_show_marks_overrides() -> None:
+    out = evr1("show", "quickstart", "--set", "data.video.fps=1.0")
+    assert out.returncode == 0, out.stderr
+    lines = {line.split()[0]: line for line in out.stdout.splitlines() if line.strip()}
+    assert "--set data.video.fps=1.0" in lines["data.video.fps"]
+    assert "(shared)" in lines["eval.video.fps"]
+    assert "--set" not in lines["trainer.steps"]
+
+
+def test_dry_run_writes_a_run_dir_that_round_trips(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    out = evr1("run", "quickstart", "--dry-run", "--set", "trainer.steps=5", "--run-dir", str(run_dir))
+    assert out.returncode == 0, out.stderr
+    assert "dry run" in out.stdout
+    exp = load_experiment(run_dir)
+    assert exp.trainer.steps == 5 and exp.name == "quickstart"
+    assert json.loads((run_dir / "run.json").read_text())["overrides"] == ["trainer.steps=5"]
+    assert (run_dir / "experiment.py").read_text() == (ROOT / "experiments" / "quickstart.py").read_text()
+
+
+def test_default_run_dir_under_run_root(tmp_path: Path) -> None:
+    out = evr1("run", "quickstart:debug", "--dry-run", "--set", f"trainer.run_root='{tmp_path}'")
+    assert out.returncode == 0, out.stderr
+    (run_dir,) = (tmp_path / "quickstart-debug").iterdir()
+    assert load_experiment(run_dir).trainer.steps == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("run", "quikstart", "--dry-run"), "unknown experiment 'quikstart'"),
+        (("run", "quikstart", "--dry-run"), "Did you mean 'quickstart'?"),
+        (("show", "quickstart", "--set", "algo.clip_hihg=0.3"), "has no field 'clip_hihg'. Did you mean 'clip_high'?"),
+        (("show", "quickstart", "--set", "trainer.steps=many"), "trainer.steps: Input should be a valid integer"),
+        (("show", "quickstart", "--set", "algo.advantage=rlooo"), "algo.advantage: unknown advantages name 'rlooo'. Did you mean 'rloo'?"),
+        (("show", "quickstart", "--set", "algo.advantage=@advantages:rlooo"), "unknown advantages name 'rlooo'. Did you mean 'rloo'?"),
+        (("run", "--resume", "/nonexistent/run"), "is not a run directory"),
+        (("run",), "evr1 run needs an experiment NAME"),
+    ],
+)
+def test_user_errors_are_short(args: tuple[str, ...], message: str) -> None:
+    assert_user_error(evr1(*args), message)
+
+
+def test_usage_error_exit_code() -> None:
+    out = evr1("show")
+    assert out.returncode == 2 and "Missing argument" in out.stderr
+
+
+def test_import_is_cheap() -> None:
+    code = (
+        "import sys, evr1, evr1.experiment, evr1.experiment_files, evr1.registry\n"
+        "from evr1.experiment_files import load_config\n"
+        "load_config('quickstart')\n"
+        "heavy = sorted(m for m in ('torch', 'ray', 'vllm', 'transformers') if m in sys.modules)\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

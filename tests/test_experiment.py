@@ -1,0 +1,203 @@
+"""Building experiments, overrides and their errors, provenance, run directories."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import fiddle as fdl
+import pytest
+
+from evr1.errors import ConfigError
+from evr1.experiment import Experiment, apply_overrides, build_experiment, flatten, parse_value, provenance
+from evr1.experiment_files import load_config, resolve
+from evr1.registry import REWARDS, UnknownNameError
+from evr1.run_dir import load_experiment, new_run_dir, write_run_dir
+
+EXPERIMENT_FILE = '''
+"""Test experiments."""
+import fiddle as fdl
+from evr1.experiment import Experiment
+from evr1.specs import DataSpec, EvalSpec, TrainerSpec, VideoSpec
+
+
+def experiment():
+    """The base."""
+    video = fdl.Config(VideoSpec, fps=1.0)
+    return fdl.Config(Experiment, data=fdl.Config(DataSpec, video=video), eval=fdl.Config(EvalSpec, video=video))
+
+
+def longer():
+    """More steps."""
+    cfg = experiment()
+    cfg.trainer = fdl.Config(TrainerSpec, steps=500)
+    return cfg
+
+
+def helper(cfg):
+    return cfg
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "toy.py").write_text(EXPERIMENT_FILE)
+    (tmp_path / "experiments" / "returns_int.py").write_text("def experiment():\n    return 3\n")
+    (tmp_path / "experiments" / "raises.py").write_text("import not_a_real_module_xyz\n")
+    return tmp_path
+
+
+def test_default_and_variant(project: Path) -> None:
+    base, source = load_config("toy", project)
+    assert source.origin == "file" and source.label == "toy"
+    exp = build_experiment(base)
+    assert exp.name == "toy" and exp.data.video.fps == 1.0 and exp.trainer.steps == 100
+    longer, source = load_config("toy:longer", project)
+    assert source.label == "toy:longer"
+    assert build_experiment(longer).trainer.steps == 500
+
+
+def test_path_to_a_file(project: Path) -> None:
+    cfg, source = load_config(str(project / "experiments" / "toy.py"), project)
+    assert source.origin == "file" and build_experiment(cfg).name == "toy"
+
+
+def test_shared_spec_is_one_object(project: Path) -> None:
+    cfg, _ = load_config("toy", project)
+    exp = build_experiment(cfg)
+    assert exp.data.video is exp.eval.video
+    applied = apply_overrides(cfg, ["data.video.fps=4"])
+    exp = build_experiment(cfg)
+    assert exp.eval.video.fps == 4.0
+    marks = provenance(cfg, applied)
+    assert marks["data.video.fps"] == "--set data.video.fps=4"
+    assert marks["eval.video.fps"] == "--set data.video.fps=4 (shared)"
+    assert "data.video.nframes" not in marks
+
+
+@pytest.mark.parametrize(
+    ("item", "path", "expected"),
+    [
+        ("trainer.steps=7", "trainer.steps", 7),
+        ("optim.lr=3e-4", "optim.lr", 3e-4),
+        ("optim.betas=(0.8, 0.9)", "optim.betas", (0.8, 0.9)),
+        ("model.name=tiny-qwen3-vl", "model.name", "tiny-qwen3-vl"),  # not a literal: kept as text
+        ("model.name='my model'", "model.name", "my model"),
+        ("data.video.total_pixels=None", "data.video.total_pixels", None),
+        ("data.train=['a.jsonl', 'b.jsonl']", "data.train", ("a.jsonl", "b.jsonl")),
+        ("trainer.run_root = out", "trainer.run_root", "out"),
+    ],
+)
+def test_override_values(project: Path, item: str, path: str, expected: object) -> None:
+    cfg, _ = load_config("toy", project)
+    apply_overrides(cfg, [item])
+    values = dict(flatten(build_experiment(cfg)))
+    assert values[path] == expected
+
+
+def test_overrides_apply_in_order(project: Path) -> None:
+    cfg, _ = load_config("toy", project)
+    apply_overrides(cfg, ["trainer.steps=7", "trainer.steps=9"])
+    assert build_experiment(cfg).trainer.steps == 9
+
+
+def test_unknown_experiment_lists_and_suggests(project: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve("tyo", project)
+    message = str(info.value)
+    assert message.startswith(f"unknown experiment 'tyo' under {project / 'experiments'}.")
+    assert "Did you mean 'toy'?" in message and "Known: raises, returns_int, toy" in message
+
+
+def test_unknown_variant(project: Path) -> None:
+    with pytest.raises(ConfigError, match=r"has no variant 'longr'\. Did you mean 'longer'\? Variants: experiment, longer$"):
+        resolve("toy:longr", project)
+
+
+def test_bad_experiment_files(project: Path) -> None:
+    with pytest.raises(ConfigError, match=r"returned int, not fdl.Config\[Experiment\]"):
+        load_config("returns_int", project)
+    with pytest.raises(ConfigError, match="failed to import: ModuleNotFoundError: No module named 'not_a_real_module_xyz'"):
+        load_config("raises", project)
+    with pytest.raises(ConfigError, match="does not exist"):
+        resolve(str(project / "nope.py"), project)
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (
+            "trainer.stepz=3",
+            "--set trainer.stepz=3: TrainerSpec at trainer has no field 'stepz'. Did you mean 'steps'? Fields: steps,",
+        ),
+        ("algo.kl.estimatr=k2", "KLSpec at algo.kl has no field 'estimatr'. Did you mean 'estimator'?"),
+        ("trainr.steps=3", "Experiment at <experiment> has no field 'trainr'. Did you mean 'trainer'?"),
+        ("trainer.steps.x=3", "trainer.steps is a int value, not a spec with fields"),
+        ("no_equals_sign", "--set expects PATH=VALUE"),
+    ],
+)
+def test_unknown_override_paths(project: Path, item: str, message: str) -> None:
+    cfg, _ = load_config("toy", project)
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(cfg, [item])
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("data.video.fps='fast'", "data.video.fps: Input should be a valid number, unable to parse string as a number (got 'fast')"),
+        ("trainer.steps=0", "trainer.steps: Input should be greater than 0 (got 0)"),
+        ("model.dtype=fp8", "model.dtype: Input should be 'auto', 'float32', 'bfloat16' or 'float16' (got 'fp8')"),
+        ("data.video.nframes=8", "data.video: set exactly one of fps and nframes"),
+        ("algo.advantage=grpoo", "algo.advantage: unknown advantages name 'grpoo'. Did you mean 'grpo'?"),
+    ],
+)
+def test_wrong_values_name_the_field(project: Path, item: str, message: str) -> None:
+    cfg, _ = load_config("toy", project)
+    apply_overrides(cfg, [item])
+    with pytest.raises(ConfigError) as info:
+        build_experiment(cfg)
+    assert message in str(info.value)
+
+
+def test_registry_references() -> None:
+    REWARDS.register("test/exact", lambda response, answer: 1.0)
+    try:
+        assert parse_value("@rewards:test/exact") == "test/exact"
+        with pytest.raises(UnknownNameError, match="Did you mean 'test/exact'"):
+            parse_value("@rewards:test/exakt")
+        with pytest.raises(ConfigError, match="unknown registry 'rewardz'.*Did you mean 'rewards'"):
+            parse_value("@rewardz:test/exact")
+    finally:
+        REWARDS.unregister("test/exact")
+
+
+def test_root_must_be_an_experiment() -> None:
+    with pytest.raises(ConfigError, match="must return fdl.Config"):
+        build_experiment(fdl.Config(dict))
+
+
+def test_run_dir_round_trip(project: Path, tmp_path: Path) -> None:
+    cfg, source = load_config("toy", project)
+    applied = apply_overrides(cfg, ["trainer.steps=11", "data.video.fps=3"])
+    exp = build_experiment(cfg)
+    run_dir = new_run_dir(exp, tmp_path / "runs")
+    assert run_dir.parent == tmp_path / "runs" / "toy"
+    write_run_dir(run_dir, exp, source, applied)
+    again = load_experiment(run_dir)
+    assert again == exp and isinstance(again, Experiment)
+    assert (run_dir / "experiment.py").read_text() == EXPERIMENT_FILE
+    run_info = (run_dir / "run.json").read_text()
+    assert '"trainer.steps=11"' in run_info and '"data.video.fps=3"' in run_info
+    assert '"pydantic"' in (run_dir / "versions.json").read_text()
+    assert new_run_dir(exp, tmp_path / "runs") != run_dir  # same second: still a new folder
+
+
+def test_load_experiment_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is not a run directory: config.json is missing"):
+        load_experiment(tmp_path)
+    (tmp_path / "config.json").write_text(textwrap.dedent('{"trainer": {"steps": -1}}'))
+    with pytest.raises(ConfigError, match="does not hold a valid experiment"):
+        load_experiment(tmp_path)

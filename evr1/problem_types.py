@@ -57,11 +57,11 @@ _ALIAS_TABLE: dict[ProblemType, tuple[str, ...]] = {
     ProblemType.SPATIAL_GROUNDING: ("spatial grounding", "grounding", "bbox"),
     ProblemType.SPATIAL_TEMPORAL_GROUNDING: ("spatial temporal grounding", "spatial-temporal grounding", "stvg", "spatiotemporal grounding"),
     ProblemType.TRACKING: ("tracking", "object tracking"),
-    ProblemType.OPEN_ENDED: ("open ended", "open-ended", "free form", "free-form", "open"),
-    ProblemType.MATH: ("math",),
+    ProblemType.OPEN_ENDED: ("open ended", "open-ended", "free form", "free-form", "open", "video qa", "video description"),
+    ProblemType.MATH: ("math", "mathematics"),
     ProblemType.OCR: ("ocr",),
-    ProblemType.BOOLEAN: ("boolean", "bool", "yes/no", "yes no", "yesno", "true/false", "judgement"),
-    ProblemType.CODE: ("code", "svg code", "html code", "python"),
+    ProblemType.BOOLEAN: ("boolean", "bool", "yes/no", "yes no", "yesno", "true/false", "judgement", "binary classification"),
+    ProblemType.CODE: ("code", "coding", "svg code", "html code", "python"),
     ProblemType.PREFERENCE: ("preference", "pairwise preference"),
 }
 

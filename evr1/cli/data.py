@@ -1,0 +1,126 @@
+"""`evr1 data check | synth | import`: validate datasets, make synthetic ones, bring existing ones."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="Check, synthesise and import datasets.", no_args_is_help=True)
+console = Console(highlight=False, soft_wrap=True)
+errors_out = Console(stderr=True, highlight=False, soft_wrap=True)
+
+_MODALITIES = ("video", "image", "video+image", "text")
+FilesArg = Annotated[list[Path], typer.Argument(help="JSON/JSONL record files or folders of them.")]
+MaxShown = Annotated[int, typer.Option(help="Show at most this many problems of each kind.")]
+
+
+def _report_errors(errors: list, max_shown: int) -> None:
+    for error in errors[:max_shown]:
+        errors_out.print(f"error: {error}")
+    if len(errors) > max_shown:
+        errors_out.print(f"... and {len(errors) - max_shown} more errors")
+
+
+@app.command()
+def check(
+    files: FilesArg,
+    data_root: Annotated[Optional[Path], typer.Option(help="Media paths are relative to this (default: each record file's folder).")] = None,
+    max_shown: MaxShown = 20,
+) -> None:
+    """Validate records and their media; print counts by problem type and modality. Exit 1 on any problem."""
+    from evr1.data.records import Record, missing_media, scan_records
+
+    counts: Counter[tuple[str, str]] = Counter()
+    errors: list = []
+    missing: dict[Path, str] = {}
+    for where, result in scan_records(files):
+        if not isinstance(result, Record):
+            errors.extend(result)
+            continue
+        counts[result.problem_type.value, result.modality] += 1
+        for path in missing_media(result, data_root if data_root is not None else where.file.parent):
+            missing.setdefault(path, f"{where.file}:{where.line} (record {result.id!r})")
+    _report_errors(errors, max_shown)
+    console.print(_summary(counts))
+    valid = sum(counts.values())
+    console.print(f"{valid} valid records, {len(errors)} problems, {len(missing)} missing media files")
+    for path, where in list(missing.items())[:max_shown]:
+        console.print(f"missing: {path}  <- {where}")
+    if len(missing) > max_shown:
+        console.print(f"... and {len(missing) - max_shown} more missing media files")
+    if errors or missing:
+        raise typer.Exit(1)
+
+
+def _summary(counts: Counter[tuple[str, str]]) -> Table:
+    table = Table(title="records by problem type and modality", title_justify="left")
+    table.add_column("problem_type")
+    for modality in (*_MODALITIES, "total"):
+        table.add_column(modality, justify="right")
+    for ptype in sorted({p for p, _ in counts}):
+        row = [counts[ptype, m] for m in _MODALITIES]
+        table.add_row(ptype, *map(str, row), str(sum(row)))
+    totals = [sum(n for (_, modality), n in counts.items() if modality == m) for m in _MODALITIES]
+    table.add_row("total", *map(str, totals), str(sum(totals)), style="bold")
+    return table
+
+
+@app.command()
+def synth(
+    out: Annotated[Path, typer.Option("--out", help="Folder for train.jsonl, val.jsonl and media/.")],
+    seed: Annotated[int, typer.Option(min=0, help="Same seed, same records and media.")] = 0,
+    count: Annotated[int, typer.Option(min=0, help="Training records.")] = 150,
+    val_count: Annotated[int, typer.Option(min=0, help="Validation records.")] = 30,
+    tasks: Annotated[str, typer.Option(help="Comma-separated task names or groups ('all', 'quickstart').")] = "all",
+    width: Annotated[Optional[int], typer.Option(help="Media width in px (default 64; 56 for quickstart).")] = None,
+    height: Annotated[Optional[int], typer.Option(help="Media height in px (default 64; 56 for quickstart).")] = None,
+    fps: Annotated[Optional[float], typer.Option(help="Video frame rate (default 4).")] = None,
+    frames: Annotated[Optional[int], typer.Option(help="Frames per video (default 8; 4 for quickstart).")] = None,
+    blank: Annotated[bool, typer.Option("--blank", help="Write the same records with empty media (a control).")] = False,
+) -> None:
+    """Generate a synthetic dataset with exact answers for every problem type."""
+    from dataclasses import replace
+
+    from evr1.data.synth import QUICKSTART_CANVAS, generate, resolve_tasks
+    from evr1.data.synth_render import Canvas
+    from evr1.errors import Evr1Error
+
+    names = [t.strip() for t in tasks.split(",") if t.strip()]
+    base = QUICKSTART_CANVAS if names == ["quickstart"] else Canvas()
+    given = {k: v for k, v in {"width": width, "height": height, "fps": fps, "frames": frames}.items() if v is not None}
+    try:
+        canvas = replace(base, **given)
+    except ValueError as exc:
+        raise Evr1Error(str(exc)) from None
+    started = time.perf_counter()
+    result = generate(out, tasks=resolve_tasks(names), n_train=count, n_val=val_count, seed=seed, canvas=canvas, blank=blank)
+    console.print(f"wrote {result.counts['train']} train and {result.counts['val']} val records to {result.root} "
+                  f"({canvas.width}x{canvas.height}, {canvas.frames} frames at {canvas.fps:g} fps) "
+                  f"in {time.perf_counter() - started:.1f} s")
+    console.print(f"train: {result.train}\nval:   {result.val}")
+
+
+@app.command("import")
+def import_(
+    sources: Annotated[list[Path], typer.Argument(help="EasyVideoR1 / Video-R1 JSON or JSONL files, or folders of them.")],
+    out: Annotated[Path, typer.Option("--out", help="The JSONL file to write.")],
+    media_prefix: Annotated[str, typer.Option(help="Put in front of relative media paths (where media lie relative to --out's folder).")] = "",
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Write the valid records even if others fail.")] = False,
+    max_shown: MaxShown = 20,
+) -> None:
+    """Convert EasyVideoR1 / Video-R1 style records to evr1 records. Exit 1 if any record fails."""
+    from evr1.data.importers import import_to_file
+
+    report = import_to_file(sources, out, media_prefix=media_prefix, skip_invalid=skip_invalid)
+    _report_errors(report.errors, max_shown)
+    if report.errors and not skip_invalid:
+        errors_out.print(f"{len(report.errors)} problems: nothing written (fix them, or pass --skip-invalid)")
+        raise typer.Exit(1)
+    skipped = f", skipped {len(report.errors)} invalid" if report.errors else ""
+    console.print(f"wrote {report.written} records to {out}{skipped}")

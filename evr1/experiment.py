@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import typing
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,13 +165,30 @@ def as_config(value: Any) -> Any:
     return value
 
 
+def _spec_class(annotation: Any) -> type[BaseModel] | None:
+    """The spec class inside an annotation such as `FooSpec | None`, if there is one."""
+    candidates = typing.get_args(annotation) or (annotation,)
+    found = [c for c in candidates if inspect.isclass(c) and issubclass(c, BaseModel)]
+    return found[0] if len(found) == 1 else None
+
+
 def _child(node: fdl.Config, name: str, done: str) -> fdl.Config:
-    value = getattr(node, name)
+    """The sub-config at `node.name`, made editable: a default or `None` spec becomes a Config."""
+    cls = node.__fn_or_cls__
+    field_info = cls.model_fields.get(name) if inspect.isclass(cls) and issubclass(cls, BaseModel) else None
+    if name in node.__arguments__:
+        value = node.__arguments__[name]
+    elif field_info is not None:
+        value = field_info.get_default(call_default_factory=True, validated_data={})
+    else:
+        value = getattr(node, name)
+    if value is None and field_info is not None and _spec_class(field_info.annotation) is not None:
+        value = fdl.Config(_spec_class(field_info.annotation))  # setting a field of an absent spec enables it
     if isinstance(value, BaseModel):
         value = as_config(value)
-        setattr(node, name, value)
     if not isinstance(value, fdl.Config):
         raise ConfigError(f"{_join(done, name)} is a {type(value).__name__} value, not a spec with fields")
+    setattr(node, name, value)
     return value
 
 

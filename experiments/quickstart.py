@@ -11,7 +11,6 @@ def experiment() -> fdl.Config[Experiment]:
     video = fdl.Config(VideoSpec, fps=2.0, min_frames=4, max_frames=8, min_pixels=56 * 56, max_pixels=56 * 56)
     return fdl.Config(
         Experiment,
-        name="quickstart",
         description=__doc__,
         model=fdl.Config(ModelSpec, name="tiny-qwen2.5-vl", dtype="float32"),
         data=fdl.Config(DataSpec, video=video),  # the same VideoSpec for training and evaluation

@@ -39,13 +39,11 @@ def show(
     cfg, source, applied, experiment = _resolve(name, overrides)
     marks = provenance(cfg, applied)
     console.print(f"[bold]{source.label}[/bold]  ({source.origin}: {source.location})")
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("field")
-    table.add_column("value")
-    table.add_column("set by", style="cyan")
-    for path, value in flatten(experiment):
-        table.add_row(path, repr(value), marks.get(path, ""))
-    console.print(table)
+    rows = list(flatten(experiment))
+    width = max(len(path) for path, _ in rows)
+    for path, value in rows:  # plain lines, never wrapped: easy to grep and to copy into --set
+        mark = f"  # {marks[path]}" if path in marks else ""
+        print(f"{path:<{width}}  {value!r}{mark}")
 
 
 def _plan(experiment) -> Table:
@@ -111,27 +109,28 @@ def list_components(
     if kind is not None and kind not in kinds:
         raise ConfigError(f"unknown kind {kind!r}.{suggest(kind, kinds)} Known: {known_list(kinds)}")
     for registry_name in [kind] if kind else kinds:
-        table = Table(title=registry_name, title_justify="left", show_header=False, box=None)
+        rows: list[tuple[str, str, str]] = []
         if registry_name == "experiments":
             for exp in known_experiments():
                 try:
                     fn, source = resolve(exp)
                     doc = (fn.__doc__ or "").strip().splitlines()
-                    table.add_row(exp, doc[0] if doc else "", source.location)
+                    rows.append((exp, doc[0] if doc else "", source.location))
                 except ConfigError as exc:
-                    table.add_row(exp, f"[red]{exc}[/red]", "")
+                    rows.append((exp, f"broken: {exc}", ""))
         else:
             registry = REGISTRIES[registry_name]
             for component in registry.names():
                 try:
                     d = registry.describe(component)
                 except RegistrationError as exc:  # one broken plugin must not hide the others
-                    table.add_row(component, f"[red]broken: {exc}[/red]", "")
+                    rows.append((component, f"broken: {exc}", ""))
                     continue
-                table.add_row(component, d.summary, d.origin)
-        if table.row_count == 0:
-            table.add_row("(none)")
-        console.print(table)
+                rows.append((component, d.summary, "" if d.origin == "builtin" else d.origin))
+        console.print(f"[bold]{registry_name}[/bold]")
+        width = max((len(name) for name, _, _ in rows), default=0)
+        for name, summary, origin in rows or [("(none)", "", "")]:
+            print(f"  {name:<{width}}  {summary}" + (f"  [{origin}]" if origin else ""))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,136 @@
+"""The actor objective around a policy-gradient core: off-policy rows, entropy, KL, aggregation, metrics.
+
+A core (see `losses`) maps `(logprobs, log_ratio, advantages, response_mask, spec)` to a `Core`:
+per-token losses plus the ratio it clips and where clipping was active. `actor_objective`
+replaces the rows whose behaviour log-probs are unknown by the off-policy fallback, weights
+offline rows, subtracts `entropy_coef * entropy`, adds `coef * KL` when KL is a loss term,
+aggregates with the global `Normaliser`, and reports metrics.
+
+Metrics (detached 0-dim tensors, means over this micro-batch's valid tokens):
+`pg_loss`, `clip_frac_low`/`clip_frac_high` (tokens whose gradient a clip bound removed:
+A<0 below the low bound, A>0 above the high one; for cispo: weight truncated), `approx_kl`
+(k3 estimate of KL(old || current) from the ratios), `ratio_mean`/`ratio_min`/`ratio_max` (of
+the ratio the loss clips; 1 when no token has one), and when given: `entropy`, `kl`
+(to the reference), `offline_token_frac`, plus core-specific ones (`clip_frac_dual`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from evr1.algos.aggregation import Normaliser, aggregate
+from evr1.algos.kl import kl_estimate, kl_loss_tokens
+from evr1.algos.masked import masked_mean
+from evr1.algos.offpolicy import RowKinds, fallback_token_loss, log_ratio, row_weights
+from evr1.specs import AlgoSpec
+
+
+@dataclass
+class Core:
+    """What a policy-gradient core computes for every token `[B, T]`."""
+
+    token_loss: Tensor
+    ratio: Tensor  # the ratio the loss clips (token or sequence level), detached
+    clipped_low: Tensor  # bool: a lower bound removed this token's gradient
+    clipped_high: Tensor  # bool: an upper bound did
+    extra: dict[str, Tensor] = field(default_factory=dict)  # more bool masks, reported as fractions
+
+
+CoreFn = Callable[[Tensor, Tensor, Tensor, Tensor, AlgoSpec], Core]
+
+
+def _check_shapes(response_mask: Tensor, **tensors: Tensor | None) -> None:
+    for name, value in tensors.items():
+        if value is not None and value.shape != response_mask.shape:
+            raise ValueError(f"{name} has shape {tuple(value.shape)}, expected {tuple(response_mask.shape)} like response_mask")
+
+
+@torch.no_grad()
+def _core_metrics(core: Core, log_ratio: Tensor, ratio_tokens: Tensor) -> dict[str, Tensor]:
+    """Clip fractions, approx KL and ratio stats over the tokens that have a ratio.
+
+    `log_ratio` is 0 outside `ratio_tokens` (see `offpolicy.log_ratio`), so its terms need no mask.
+    """
+    count = ratio_tokens.sum().clamp_min(1).to(log_ratio.dtype)
+    fractions = {"clip_frac_low": core.clipped_low, "clip_frac_high": core.clipped_high, **core.extra}
+    metrics = {name: (flags & ratio_tokens).sum() / count for name, flags in fractions.items()}
+    metrics["approx_kl"] = (log_ratio.exp() - 1 - log_ratio).sum() / count
+    ratio = core.ratio.detach()
+    if bool(ratio_tokens.any()):
+        metrics["ratio_mean"] = (ratio * ratio_tokens).sum() / count
+        metrics["ratio_min"] = ratio.masked_fill(~ratio_tokens, torch.inf).amin()
+        metrics["ratio_max"] = ratio.masked_fill(~ratio_tokens, -torch.inf).amax()
+    else:
+        one = torch.ones((), dtype=ratio.dtype, device=ratio.device)
+        metrics.update(ratio_mean=one, ratio_min=one, ratio_max=one)
+    return metrics
+
+
+def actor_objective(
+    core_fn: CoreFn,
+    logprobs: Tensor,
+    old_logprobs: Tensor,
+    advantages: Tensor,
+    response_mask: Tensor,
+    *,
+    spec: AlgoSpec,
+    normaliser: Normaliser,
+    offline: Tensor | None = None,
+    behaviour_logprobs: Tensor | None = None,
+    ref_logprobs: Tensor | None = None,
+    entropy: Tensor | None = None,
+    kl_coef: float | None = None,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """The loss of one micro-batch (its share of the global-batch loss) and its metrics."""
+    _check_shapes(
+        response_mask,
+        logprobs=logprobs,
+        old_logprobs=old_logprobs,
+        advantages=advantages,
+        behaviour_logprobs=behaviour_logprobs,
+        ref_logprobs=ref_logprobs,
+        entropy=entropy,
+    )
+    mask = response_mask.bool()
+    kinds = RowKinds.of(offline, behaviour_logprobs, mask)
+    # padding values (even NaN/inf) never reach the loss nor, through `where`, the gradient
+    logprobs, advantages = (torch.where(mask, x, 0.0) for x in (logprobs, advantages.detach()))
+    if entropy is not None:
+        entropy = torch.where(mask, entropy, 0.0)
+    lr = log_ratio(logprobs, old_logprobs, behaviour_logprobs, mask, kinds, spec.log_ratio_clamp)
+    core = core_fn(logprobs, lr, advantages, mask, spec)
+    unknown = kinds.unknown[:, None]
+    pg = core.token_loss
+    if bool(kinds.unknown.any()):
+        pg = torch.where(unknown, fallback_token_loss(logprobs, advantages, spec.offline), pg)
+    if spec.offline.loss_weight != 1.0 and bool(kinds.offline.any()):
+        pg = pg * row_weights(kinds, spec.offline, pg.dtype)
+
+    def agg(token_values: Tensor) -> Tensor:
+        return aggregate(token_values, mask, mode=spec.loss_agg, normaliser=normaliser, constant=spec.loss_agg_constant)
+
+    loss = agg(pg)
+    metrics = {"pg_loss": loss.detach(), **_core_metrics(core, lr.detach(), mask & ~unknown)}
+    if offline is not None:
+        metrics["offline_token_frac"] = masked_mean(kinds.offline[:, None].expand_as(mask).to(pg.dtype), mask)
+    if entropy is not None:
+        metrics["entropy"] = masked_mean(entropy.detach(), mask)
+    if spec.entropy_coef != 0:
+        if entropy is None:
+            raise ValueError(f"entropy_coef is {spec.entropy_coef} but no per-token entropy was given to the loss")
+        loss = loss - spec.entropy_coef * agg(entropy)
+    kl_in_loss = spec.kl.enabled and not spec.kl.as_reward_penalty
+    if kl_in_loss:
+        kl_tokens = kl_loss_tokens(logprobs, ref_logprobs, mask, spec.kl)
+        loss = loss + (spec.kl.coef if kl_coef is None else kl_coef) * agg(kl_tokens)
+        metrics["kl"] = masked_mean(kl_tokens.detach(), mask)
+    elif kl_coef is not None:
+        raise ValueError("kl_coef was given but KL is not configured as a loss term (kl.enabled, not as_reward_penalty)")
+    elif ref_logprobs is not None:  # monitoring only: reported, not in the loss
+        ref = torch.where(mask, ref_logprobs, logprobs)
+        metrics["kl"] = masked_mean(kl_estimate(logprobs.detach(), ref, spec.kl.estimator, spec.kl.clamp), mask)
+    return loss, metrics

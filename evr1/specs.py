@@ -42,17 +42,29 @@ Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class ModelSpec(Spec):
-    """The policy model: a `models` registry name (e.g. a tiny test model) or a local HF directory."""
+    """The policy model: a `models` registry name (e.g. a tiny test model) or a local HF directory.
+
+    `dtype="auto"`: bfloat16 on a GPU that supports it, float32 otherwise. `attn_implementation=
+    "auto"`: flash_attention_2 on a GPU where flash-attn is installed, sdpa otherwise. Registered
+    models are built (once) under `cache_dir`, by default `~/.cache/evr1/models`.
+    """
 
     name: str = "tiny-qwen2.5-vl"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    attn_implementation: Literal["sdpa", "flash_attention_2", "eager"] = "sdpa"
+    attn_implementation: Literal["auto", "sdpa", "flash_attention_2", "eager"] = "auto"
     freeze_vision: bool = False
     gradient_checkpointing: bool = False
+    cache_dir: str | None = None
 
 
 class VideoSpec(Spec):
-    """How a video becomes frames: sampling rate or count, frame limits and pixel budgets."""
+    """How a video becomes frames: sampling rate or count, frame limits and pixel budgets.
+
+    `fps` samples `duration * fps` frames clamped to `[min_frames, max_frames]`; `nframes` takes a
+    fixed count (both rounded to pairs of frames). `min_pixels`/`max_pixels` bound each frame;
+    `total_pixels` (qwen-vl-utils' meaning) lowers the per-frame bound to
+    `total_pixels * 2 / frames`. `decoder`: only "pyav" is available in this build.
+    """
 
     fps: Annotated[float, Field(gt=0)] | None = 2.0
     nframes: PositiveInt | None = None
@@ -88,11 +100,17 @@ class ImageSpec(Spec):
 
 
 class CacheSpec(Spec):
-    """The LMDB tensor cache: where it is and how misses are handled."""
+    """The LMDB tensor cache: where it is, how misses are handled and how pixels are stored.
+
+    `storage="uint8"`: resized uint8 pixels in patch order, normalised on read, bitwise equal to
+    the live path (1 byte per value). `"bfloat16"`: the normalised values rounded to bf16 (2 bytes,
+    not bitwise equal), for processors whose arithmetic is not a per-channel normalisation.
+    """
 
     path: str | None = None
     mode: Literal["prefer", "only", "bypass"] = "prefer"
     map_size_gb: PositiveInt = 256
+    storage: Literal["uint8", "bfloat16"] = "uint8"
 
 
 class DataSpec(Spec):
@@ -127,33 +145,201 @@ class MixerSpec(Spec):
     k: Annotated[int, Field(ge=0)] = 0
 
 
-class RewardSpec(Spec):
-    """How responses are scored: per-type routes and the accuracy/format weights."""
+class JudgeSpec(Spec):
+    """An OpenAI-compatible chat endpoint (e.g. a vLLM server) used by the `*_judge` rewards."""
 
-    routes: dict[ProblemType, RegistryName("rewards")] = {}
+    base_url: str | None = None  # e.g. "http://127.0.0.1:8000/v1"
+    model: str | None = None
+    api_key_env: str | None = None  # the NAME of an environment variable holding the API key
+    timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    retries: Annotated[int, Field(ge=0)] = 2
+    concurrency: PositiveInt = 8
+    max_tokens: PositiveInt = 16
+
+
+class CodeSandboxSpec(Spec):
+    """Running Python answers of `code` problems in a subprocess (temp dir, no network, limits)."""
+
+    execute: bool = True  # False: Python code problems are "not applicable" (score None)
+    timeout_s: Annotated[float, Field(gt=0)] = 5.0
+    memory_mb: PositiveInt = 512
+    workers: PositiveInt = 2
+
+
+class RewardSpec(Spec):
+    """How responses are scored: per-type routes, answer extraction, format, weights and limits."""
+
+    routes: dict[ProblemType, RegistryName("rewards")] = {}  # overrides of the default route (type -> same name)
     accuracy_weight: Probability = 0.9
     format_weight: Probability = 0.1
+    format: Literal["full", "partial", "none"] = "full"
+    strictness: Literal["lenient", "strict"] = "lenient"  # strict: only an <answer> tag counts
+    numeric_rel_tol: Annotated[float, Field(ge=0)] = 0.0  # opt-in numeric tolerance (0: exact)
+    numeric_abs_tol: Annotated[float, Field(ge=0)] = 0.0
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0  # per sample; a scorer past it is reported
+    math_timeout_s: Annotated[float, Field(gt=0)] = 5.0  # process-level, per sample
+    math_workers: PositiveInt = 2
+    fail_on_error: bool = False  # True: a scorer error or timeout fails the step
+    judge: JudgeSpec = Field(default_factory=JudgeSpec)
+    code: CodeSandboxSpec = Field(default_factory=CodeSandboxSpec)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _route_aliases(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("routes"), dict):  # "mcq" -> multiple_choice
+            data = {**data, "routes": {ProblemType.parse(k): v for k, v in data["routes"].items()}}
+        return data
+
+    @model_validator(mode="after")
+    def _weights(self) -> RewardSpec:
+        if self.accuracy_weight + self.format_weight <= 0:
+            raise ValueError("accuracy_weight + format_weight must be positive")
+        return self
 
 
 class KLSpec(Spec):
-    """KL regularisation against a reference model (off by default)."""
+    """KL regularisation against a reference model (off by default).
+
+    A loss term (`coef * KL`, aggregated like the policy loss) or, with `as_reward_penalty`, a
+    per-token penalty subtracted from the rewards before the advantage estimator; never both.
+    Per-token estimates are clamped to [-clamp, clamp]. With `target` the coefficient adapts
+    (Ziegler et al. 2019): it starts at `coef` and moves by at most 20% per `horizon` samples.
+    """
 
     enabled: bool = False
     estimator: Literal["k1", "k2", "k3", "abs"] = "k3"
     coef: Annotated[float, Field(ge=0)] = 0.0
     as_reward_penalty: bool = False
+    clamp: Annotated[float, Field(gt=0)] = 10.0
+    target: Annotated[float, Field(gt=0)] | None = None
+    horizon: PositiveInt = 10_000
+
+    @model_validator(mode="after")
+    def _not_inert(self) -> KLSpec:
+        if self.enabled and self.coef == 0:
+            raise ValueError("KL is enabled with coef 0, which does nothing: set coef > 0 (the start value if target is set)")
+        if not self.enabled:
+            stray = [f for f, off in (("coef", 0.0), ("as_reward_penalty", False), ("target", None)) if getattr(self, f) != off]
+            if stray:
+                raise ValueError(f"{', '.join(stray)} set but KL is not enabled: set enabled=True or leave them unset")
+        return self
+
+
+class OffPolicySpec(Spec):
+    """How offline responses (not sampled from the current policy) in mixed groups are trained.
+
+    Offline rows with known behaviour log-probs use them as the importance-ratio denominator and
+    are clipped like online rows. Rows without use `unknown_behaviour`: "shaping" (LUFFY):
+    per-token objective A*f(p), f(p) = p/(p + shaping_gamma), no clipping; "unit_weight":
+    importance weight 1, objective A*log p, no clipping. `loss_weight` scales the policy-gradient
+    term of every offline row. `in_baseline`: offline rewards count in the group statistics
+    (otherwise baselines use online rows only, and offline rows are scored against them).
+    """
+
+    unknown_behaviour: Literal["shaping", "unit_weight"] = "shaping"
+    shaping_gamma: Annotated[float, Field(gt=0)] = 0.1
+    loss_weight: Annotated[float, Field(ge=0)] = 1.0
+    in_baseline: bool = True
+
+    @model_validator(mode="after")
+    def _not_inert(self) -> OffPolicySpec:
+        if self.unknown_behaviour != "shaping" and self.shaping_gamma != 0.1:
+            raise ValueError(f"shaping_gamma is only used with unknown_behaviour='shaping' (got {self.unknown_behaviour!r})")
+        return self
+
+
+class DynamicSamplingSpec(Spec):
+    """DAPO dynamic sampling: keep groups whose mean `metric` lies strictly inside (low, high)."""
+
+    metric: str = "accuracy"
+    low: float = 0.0
+    high: float = 1.0
+
+    @model_validator(mode="after")
+    def _range(self) -> DynamicSamplingSpec:
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low}) must be smaller than high ({self.high}): no group could be kept")
+        return self
+
+
+class OverlongSpec(Spec):
+    """DAPO overlong shaping: a penalty growing linearly to `penalty` over the last `buffer` tokens."""
+
+    buffer: PositiveInt
+    penalty: Annotated[float, Field(gt=0)] = 1.0
+
+
+_GROUP_SCALED = ("grpo", "gdpo", "passk")
 
 
 class AlgoSpec(Spec):
-    """The RL algorithm: advantage estimator, policy loss and its clipping, aggregation, KL."""
+    """The RL algorithm: advantage estimator, policy loss and its clipping, aggregation, KL.
+
+    `clip_low`/`clip_high` bound the ratio the policy loss uses: the token ratio for `ppo_clip`
+    ([1-clip_low, 1+clip_high]; asymmetric = DAPO clip-higher), the length-normalised sequence
+    ratio for `gspo`/`gspo_token` (tiny values, e.g. 3e-4/4e-4), the stop-gradient importance
+    weight for `cispo` (clip_low=1: no lower bound). `reinforce` does not clip. Options of one
+    built-in estimator or loss are errors with another (they would do nothing).
+    """
 
     advantage: RegistryName("advantages") = "grpo"
+    scale_std: bool = True  # grpo/gdpo/passk divide by the group std; False: Dr. GRPO
+    gamma: Annotated[float, Field(gt=0, le=1)] = 1.0  # reinforce_pp discount
+    passk_k: PositiveInt | None = None  # passk: the k of pass@k (required there)
+    key_weights: dict[str, float] = {}  # gdpo: weight of each normalised reward key (default 1)
     policy_loss: RegistryName("policy_losses") = "ppo_clip"
     clip_low: Annotated[float, Field(ge=0)] = 0.2
     clip_high: Annotated[float, Field(ge=0)] = 0.28
+    dual_clip: float | None = None  # ppo_clip: cap the loss of negative-advantage tokens at dual_clip*|A|
+    log_ratio_clamp: Annotated[float, Field(gt=0)] = 20.0
     loss_agg: Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "constant"] = "token_mean"
+    loss_agg_constant: Annotated[float, Field(gt=0)] | None = None  # "constant": tokens per sequence (Dr. GRPO)
+    offline: OffPolicySpec = Field(default_factory=OffPolicySpec)
     kl: KLSpec = Field(default_factory=KLSpec)
     entropy_coef: float = 0.0
+    dynamic_sampling: DynamicSamplingSpec | None = None
+    overlong: OverlongSpec | None = None
+
+    @model_validator(mode="after")
+    def _coherent(self) -> AlgoSpec:
+        if (self.loss_agg == "constant") != (self.loss_agg_constant is not None):
+            raise ValueError("loss_agg='constant' needs loss_agg_constant (and loss_agg_constant needs loss_agg='constant')")
+        if self.dual_clip is not None and self.dual_clip <= 1:
+            raise ValueError(f"dual_clip must be > 1 (it caps negative-advantage losses at ratio dual_clip), got {self.dual_clip}")
+        self._check_advantage_options()
+        self._check_loss_options()
+        return self
+
+    def _check_advantage_options(self) -> None:
+        adv = self.advantage
+        if "/" in adv:  # a plugin: we cannot know which options it reads
+            return
+        if not self.scale_std and adv not in _GROUP_SCALED:
+            raise ValueError(f"scale_std=False only applies to {', '.join(_GROUP_SCALED)}, not {adv!r}")
+        if self.gamma != 1.0 and adv != "reinforce_pp":
+            raise ValueError(f"gamma only applies to reinforce_pp, not {adv!r}")
+        if (self.passk_k is not None) != (adv == "passk"):
+            raise ValueError("advantage='passk' needs passk_k, and passk_k only applies to passk")
+        if self.key_weights and adv != "gdpo":
+            raise ValueError(f"key_weights only applies to gdpo, not {adv!r}")
+        if not self.offline.in_baseline and adv not in ("grpo", "rloo", "gdpo", "passk"):
+            raise ValueError(f"offline.in_baseline=False only applies to group baselines (grpo, rloo, gdpo, passk), not {adv!r}")
+
+    def _check_loss_options(self) -> None:
+        loss = self.policy_loss
+        if "/" in loss:
+            return
+        if self.dual_clip is not None and loss != "ppo_clip":
+            raise ValueError(f"dual_clip only applies to ppo_clip, not {loss!r}")
+        if loss in ("ppo_clip", "gspo", "gspo_token") and self.clip_low >= 1:
+            raise ValueError(f"clip_low must be < 1 for {loss} (the ratio bound 1-clip_low would be <= 0)")
+        if loss == "cispo" and self.clip_low > 1:
+            raise ValueError("clip_low must be <= 1 for cispo (1 = no lower bound on the importance weight)")
+        if loss in ("gspo", "gspo_token") and max(self.clip_low, self.clip_high) > 0.01:
+            raise ValueError(
+                f"{loss} clips the length-normalised sequence ratio, which stays within ~1e-3 of 1: "
+                f"clip_low/clip_high {self.clip_low}/{self.clip_high} would never clip; use e.g. 3e-4/4e-4"
+            )
 
 
 class OptimSpec(Spec):

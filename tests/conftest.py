@@ -1,10 +1,35 @@
-"""Shared test set-up: `gpu` tests are skipped without CUDA (the only default skip)."""
+"""Shared test set-up: tiny models of every family; `gpu` tests skip without CUDA (the only default skip)."""
 
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
+
+from evr1.models import FAMILIES, load_processor
+from evr1.models.testing import tiny_spec
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Tiny models are built once per test session in a temporary cache."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session", params=FAMILIES)
+def fam(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def spec(fam: str, model_cache: Path):
+    return tiny_spec(fam, model_cache)
+
+
+@pytest.fixture(scope="session")
+def processor(spec):
+    return load_processor(spec)
 
 
 def _has_cuda() -> bool:

@@ -1,0 +1,110 @@
+"""What every rollout engine takes and returns: `SamplingParams` in, `RolloutResult`s out.
+
+Log-probabilities are those of the raw policy: log softmax of the model's logits at temperature
+1, before any top-k/top-p filtering, at the sampled token. That is the quantity the learner
+recomputes for old/new policy ratios, so the two can be compared directly (sampling at another
+temperature changes which tokens are drawn, not what their log-probs mean).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import torch
+
+    from evr1.models.prompts import Prompt
+    from evr1.specs import RolloutSpec
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample: `n` responses per prompt, temperature/top-p/top-k, a token budget, a seed.
+
+    `greedy` (or `temperature == 0`) takes the arg-max token and one response per prompt.
+    `seed=None` draws the seed from torch's global generator (so `torch.manual_seed` governs it).
+    `stop_token_ids=None` stops at the model's end-of-sequence tokens (`<|im_end|>`, ...).
+    """
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    max_tokens: int = 64
+    greedy: bool = False
+    seed: int | None = None
+    stop_token_ids: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k == 0 or self.top_k < -1:
+            raise ValueError(f"top_k must be -1 (off) or positive, got {self.top_k}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.temperature == 0 and not self.greedy:
+            object.__setattr__(self, "greedy", True)
+        if self.greedy and self.n != 1:
+            object.__setattr__(self, "n", 1)
+
+    @classmethod
+    def from_spec(cls, spec: RolloutSpec, *, greedy: bool = False, seed: int | None = None) -> SamplingParams:
+        """The training sampling settings of a `RolloutSpec` (or greedy decoding for evaluation)."""
+        params = cls(
+            n=spec.n,
+            temperature=spec.temperature,
+            top_p=spec.top_p,
+            top_k=spec.top_k,
+            max_tokens=spec.max_response_tokens,
+            seed=seed,
+        )
+        return replace(params, greedy=True, n=1) if greedy else params
+
+
+@dataclass(frozen=True)
+class RolloutResult:
+    """One response: which prompt (and which of its `n` samples), tokens, log-probs, why it ended.
+
+    `token_ids` include the stop token when `finish_reason == "stop"`; `logprobs[i]` belongs to
+    `token_ids[i]`; `text` is the decoded response without special tokens.
+    """
+
+    prompt_index: int
+    sample_index: int
+    token_ids: torch.Tensor  # (R,) int64
+    logprobs: torch.Tensor  # (R,) float32
+    finish_reason: FinishReason
+    text: str
+
+    def __len__(self) -> int:
+        return int(self.token_ids.shape[0])
+
+
+Weights = Mapping[str, "torch.Tensor"] | Iterable[tuple[str, "torch.Tensor"]]
+
+
+@runtime_checkable
+class RolloutEngine(Protocol):
+    """A registered engine (`ENGINES`): generates responses and takes new weights from the learner."""
+
+    version: int  # incremented by every weight update
+
+    def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[RolloutResult]:
+        """`n` responses per prompt, ordered prompt-major (`prompt_index * n + sample_index`)."""
+        ...
+
+    def load_weights(self, weights: Weights) -> None:
+        """Replace the policy weights (a state dict or `(name, tensor)` pairs, all parameters)."""
+        ...
+
+    def sync_from(self, model: Any) -> None:
+        """Copy the weights of a learner's model."""
+        ...

@@ -1,0 +1,8 @@
+"""Built-in `engines`: `hf` (transformers, CPU or GPU). Each entry has `from_spec(model, rollout, device=)`."""
+
+from __future__ import annotations
+
+from evr1.engines.hf import HFEngine
+from evr1.registry import ENGINES
+
+ENGINES.register("hf", HFEngine)

@@ -1,0 +1,14 @@
+"""Built-in `models`: one tiny random-init model per family, for tests and the CPU quickstart.
+
+Each entry is a `TinyModel`; `evr1.models.load_model(ModelSpec(name=...))` builds its HF
+directory once under the spec's cache dir and loads it like any checkpoint.
+"""
+
+from __future__ import annotations
+
+from evr1.models.tiny import TinyModel
+from evr1.registry import MODELS
+
+for _family in ("qwen2-vl", "qwen2.5-vl", "qwen3-vl"):
+    _name = f"tiny-{_family}"
+    MODELS.register(_name, TinyModel(name=_name, family=_family))

@@ -1,0 +1,110 @@
+"""Loading Qwen-VL models and processors from a `ModelSpec`.
+
+`spec.name` is either a `models` registry name (a factory that builds an HF directory, such as
+the tiny test models) or a local HF directory (or a hub id where a network exists). Either way
+the model and processor are loaded with `from_pretrained`, so every part sees the same files.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evr1.errors import Evr1Error, known_list
+from evr1.models.families import Family, family_of_model_type
+from evr1.specs import ModelSpec
+
+if TYPE_CHECKING:
+    import torch
+
+DEFAULT_CACHE_DIR = Path("~/.cache/evr1/models")
+
+
+def cache_dir(spec: ModelSpec) -> Path:
+    """Where registered models are built: `spec.cache_dir` or `~/.cache/evr1/models`."""
+    return Path(spec.cache_dir or DEFAULT_CACHE_DIR).expanduser()
+
+
+def model_path(spec: ModelSpec) -> str:
+    """The HF directory (or hub id) for `spec.name`, building a registered model on first use."""
+    from evr1.registry import MODELS
+
+    if spec.name in MODELS:
+        return str(MODELS.get(spec.name).materialize(cache_dir(spec)))
+    path = Path(spec.name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise Evr1Error(f"model directory {path} has no config.json")
+        return str(path)
+    if spec.name.startswith((".", "/", "~")) or spec.name.count("/") != 1:
+        raise Evr1Error(
+            f"model {spec.name!r} is neither a registered model ({known_list(MODELS.names())}) nor an HF directory"
+        )
+    return spec.name  # a hub id such as "Qwen/Qwen2.5-VL-3B-Instruct"
+
+
+def spec_family(spec: ModelSpec) -> Family:
+    """The family of the model `spec` names, without loading weights."""
+    from evr1.registry import MODELS
+
+    if spec.name in MODELS:
+        entry = MODELS.get(spec.name)
+        if hasattr(entry, "family"):
+            return entry.family
+    from transformers import AutoConfig
+
+    return family_of_model_type(AutoConfig.from_pretrained(model_path(spec)).model_type)
+
+
+def resolve_dtype(spec: ModelSpec, device: str | torch.device) -> torch.dtype:
+    """`spec.dtype`, with "auto" meaning bfloat16 on a GPU that supports it and float32 elsewhere."""
+    import torch
+
+    if spec.dtype != "auto":
+        return getattr(torch, spec.dtype)
+    on_cuda = torch.device(device).type == "cuda"
+    return torch.bfloat16 if on_cuda and torch.cuda.is_bf16_supported() else torch.float32
+
+
+def resolve_attention(spec: ModelSpec, device: str | torch.device) -> str:
+    """`spec.attn_implementation`, with "auto" meaning flash_attention_2 on a GPU where it is installed."""
+    import torch
+
+    if spec.attn_implementation != "auto":
+        return spec.attn_implementation
+    on_cuda = torch.device(device).type == "cuda"
+    return "flash_attention_2" if on_cuda and importlib.util.find_spec("flash_attn") is not None else "sdpa"
+
+
+def load_model(spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype | None = None) -> Any:
+    """The Qwen-VL model for `spec` on `device`, in `dtype` (default: `resolve_dtype`), in eval mode.
+
+    Gradient checkpointing and a frozen vision tower follow the spec; training mode is the
+    caller's choice (`model.train()`).
+    """
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    path = model_path(spec)
+    config = AutoConfig.from_pretrained(path)
+    family_of_model_type(config.model_type)  # a clear error for an unsupported model
+    model = AutoModelForImageTextToText.from_pretrained(
+        path,
+        dtype=dtype or resolve_dtype(spec, device),
+        attn_implementation=resolve_attention(spec, device),
+    )
+    model.to(device)
+    model.eval()
+    if spec.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if spec.freeze_vision:
+        for param in model.model.visual.parameters():
+            param.requires_grad_(False)
+    return model
+
+
+def load_processor(spec: ModelSpec) -> Any:
+    """The processor (tokenizer, image and video processors, chat template) for `spec`."""
+    from transformers import AutoProcessor
+
+    return AutoProcessor.from_pretrained(model_path(spec))

@@ -113,12 +113,35 @@ class CacheSpec(Spec):
     storage: Literal["uint8", "bfloat16"] = "uint8"
 
 
+class PromptSpec(Spec):
+    """How a record becomes the user turn: the question, lettered options, then the instruction."""
+
+    system: str | None = None  # None: the chat template's default system prompt
+    instruction: str = "Give the final answer inside <answer></answer>."
+
+
+class SynthSpec(Spec):
+    """Synthetic data written to `out` before training when `out/train.jsonl` is missing."""
+
+    tasks: tuple[str, ...] = ("quickstart",)  # `quickstart`, `all`, or task names of evr1.data.synth
+    out: str = "data/quickstart"
+    n_train: PositiveInt = 256
+    n_val: PositiveInt = 64
+    seed: int = 0
+    blank_control: bool = True  # also `<out>-blank/`: the same records with blanked media
+
+
 class DataSpec(Spec):
-    """Training and validation data, and how their media are prepared."""
+    """Training and validation data, and how their media are prepared.
+
+    `data_root` is where media paths are resolved; by default each record file's own folder.
+    """
 
     train: tuple[str, ...] = ()
     val: tuple[str, ...] = ()
     data_root: str | None = None
+    prompt: PromptSpec = Field(default_factory=PromptSpec)
+    synth: SynthSpec | None = None
     video: VideoSpec = Field(default_factory=VideoSpec)
     image: ImageSpec = Field(default_factory=ImageSpec)
     cache: CacheSpec = Field(default_factory=CacheSpec)
@@ -343,13 +366,20 @@ class AlgoSpec(Spec):
 
 
 class OptimSpec(Spec):
-    """AdamW and its learning-rate schedule."""
+    """AdamW and its learning-rate schedule.
+
+    Optimizer step k (from 0) uses `lr * (k + 1) / warmup_steps` during warm-up, then the schedule
+    decays from `lr` towards `lr * min_lr_ratio` over the remaining steps of the run (`cosine`,
+    `linear`) or keeps `lr` (`constant`). `grad_clip` bounds the global gradient norm (None: off).
+    """
 
     lr: Annotated[float, Field(gt=0)] = 1e-6
     weight_decay: Annotated[float, Field(ge=0)] = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
+    eps: Annotated[float, Field(gt=0)] = 1e-8
     warmup_steps: Annotated[int, Field(ge=0)] = 0
     schedule: Literal["constant", "cosine", "linear"] = "constant"
+    min_lr_ratio: Probability = 0.0
     grad_clip: Annotated[float, Field(gt=0)] | None = 1.0
 
 
@@ -358,12 +388,15 @@ class TrainerSpec(Spec):
 
     steps: PositiveInt = 100
     prompts_per_step: PositiveInt = 8
-    micro_batch_tokens: PositiveInt = 16384
+    micro_batch_tokens: PositiveInt = 16384  # padded prompt + response tokens per forward pass
+    mini_batches: PositiveInt = 1  # optimizer steps per epoch over a step's batch (groups kept whole)
+    epochs: PositiveInt = 1  # passes over a step's batch, against the same old-policy log-probs
     seed: int = 0
     save_every: Annotated[int, Field(ge=0)] = 0
     val_every: Annotated[int, Field(ge=0)] = 0
     log_samples: Annotated[int, Field(ge=0)] = 2
     run_root: str = "runs"
+    tensorboard: bool = True
 
 
 class ResourcesSpec(Spec):
@@ -373,6 +406,8 @@ class ResourcesSpec(Spec):
     num_cpus: PositiveInt | None = None
     num_gpus: Annotated[int, Field(ge=0)] = 0
     learner_workers: PositiveInt = 1
+    reward_workers: PositiveInt = 1
+    torch_threads: PositiveInt = 1  # per actor: several actors share the machine's cores
     object_store_memory_mb: PositiveInt = 512
 
 

@@ -1,0 +1,96 @@
+"""Code: Python executed against the reference's tests; SVG/HTML compared structurally.
+
+The answer is `{"language": "python", "tests": ["assert f(1) == 2", ...]}` (or `"cases":
+[{"input": "1 2", "output": "3"}, ...]` for stdin/stdout programs), or `{"language": "svg" |
+"html", "reference": "<svg …>"}` (a bare markup string works too). The response's code is its
+last fenced code block, else the whole answer. Python scores the fraction of tests passed; a
+solution that runs out of time or memory passes nothing. With `RewardSpec.code.execute` off,
+Python problems are not applicable (None).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from evr1.rewards import markup_compare
+from evr1.rewards.code_sandbox import run_python
+from evr1.rewards.extract import answer_of
+
+if TYPE_CHECKING:
+    from evr1.rewards.contract import RewardInput, ScorerValue
+    from evr1.specs import RewardSpec
+
+_FENCE = re.compile(r"```([^\n]*)\n(.*?)```", re.DOTALL)
+MAX_CODE_CHARS = 100_000
+
+
+def code_of(text: str | None) -> str | None:
+    """The last fenced code block of the answer, else the answer itself."""
+    if not text:
+        return None
+    blocks = [m.group(2) for m in _FENCE.finditer(text[: MAX_CODE_CHARS * 2])]
+    code = (blocks[-1] if blocks else text).strip()
+    return code or None
+
+
+def task(answer: Any) -> dict[str, Any]:
+    """The reference as a dict with `language` and its tests or reference markup."""
+    if isinstance(answer, str):
+        stripped = answer.lstrip().lower()
+        language = "svg" if stripped.startswith(("<svg", "<?xml")) else "html" if stripped.startswith("<") else None
+        if language is None:
+            raise ValueError(f"code answer {answer[:60]!r}… is neither markup nor a dict with tests")
+        return {"language": language, "reference": answer}
+    if not isinstance(answer, dict):
+        raise ValueError(f"code answer must be a dict or markup text, got {type(answer).__name__}")
+    language = str(answer.get("language", "python")).lower()
+    if language == "python" and not (answer.get("tests") or answer.get("cases")):
+        raise ValueError("python code answer has neither 'tests' nor 'cases'")
+    if language in ("svg", "html") and not isinstance(answer.get("reference"), str):
+        raise ValueError(f"{language} code answer needs a 'reference' string")
+    if language not in ("python", "svg", "html"):
+        raise ValueError(f"code language {language!r} is not supported (python, svg, html)")
+    return {**answer, "language": language}
+
+
+def suits(text: str, inp: RewardInput) -> bool:
+    code = code_of(text)
+    if code is None:
+        return False
+    if isinstance(inp.answer, dict) and str(inp.answer.get("language", "python")).lower() == "python":
+        try:
+            compile(code[:MAX_CODE_CHARS], "<answer>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+    return True
+
+
+def _one(inp: RewardInput, spec: RewardSpec) -> ScorerValue:
+    try:
+        ref = task(inp.answer)
+    except ValueError as exc:
+        return exc
+    code = code_of(answer_of(inp, spec))
+    if ref["language"] != "python":
+        return markup_compare.similarity(code, ref["reference"]) if code else 0.0
+    if not spec.code.execute:
+        return None
+    if not code or len(code) > MAX_CODE_CHARS:
+        return 0.0
+    raw = ref.get("tests")
+    tests = [raw] if isinstance(raw, str) else [str(t) for t in raw] if raw else None
+    cases = [c if isinstance(c, dict) else {} for c in ref["cases"]] if not tests else None
+    try:
+        result = run_python(code, tests=tests, cases=cases, timeout_s=spec.code.timeout_s, memory_mb=spec.code.memory_mb)
+    except TimeoutError:
+        return 0.0  # the solution ran too long: a wrong answer, not a scorer failure
+    return result.passed / result.total if result.total else 0.0
+
+
+def score(inputs: Sequence[RewardInput], spec: RewardSpec) -> list[ScorerValue]:
+    """Code: fraction of Python tests passed in a sandbox, or SVG/HTML structural similarity."""
+    with ThreadPoolExecutor(max_workers=max(1, min(spec.code.workers, len(inputs)))) as threads:
+        return list(threads.map(lambda inp: _one(inp, spec), inputs))

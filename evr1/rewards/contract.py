@@ -1,0 +1,173 @@
+"""The batch contract of rewards: `RewardInput`, `RewardOutput` and the `per_sample` decorator.
+
+A reward is a callable `fn(inputs, spec)` over a batch of `RewardInput`s that returns one value per
+input: a float in [0, 1] (the accuracy), a `RewardOutput` (accuracy plus named components), `None`
+("does not apply to this sample") or an `Exception` instance (this sample failed). It may be an
+`async def`. `@per_sample` lifts `fn(input, spec)` to that batch form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from evr1.problem_types import ProblemType
+
+if TYPE_CHECKING:
+    from evr1.data.records import Record
+    from evr1.specs import RewardSpec
+
+PER_SAMPLE_ATTR = "__evr1_per_sample__"
+SPEC_CHECK_ATTR = "__evr1_check_spec__"
+
+
+@dataclass(frozen=True)
+class RewardInput:
+    """One response to score, with everything a scorer may need about its question."""
+
+    response: str
+    answer: Any
+    problem_type: ProblemType
+    problem: str = ""
+    options: tuple[str, ...] | None = None
+    duration: float | None = None  # seconds of the (clipped) video
+    fps: float | None = None  # frames per second the model saw
+    frame_timestamps: tuple[float, ...] | None = None  # seconds of the frames the model saw
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    group_id: str | None = None
+    sample_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "problem_type", ProblemType.parse(self.problem_type))
+        if not isinstance(self.response, str):
+            object.__setattr__(self, "response", "" if self.response is None else str(self.response))
+        if self.options is not None and not isinstance(self.options, tuple):
+            object.__setattr__(self, "options", tuple(str(o) for o in self.options))
+        if self.frame_timestamps is not None and not isinstance(self.frame_timestamps, tuple):
+            object.__setattr__(self, "frame_timestamps", tuple(float(t) for t in self.frame_timestamps))
+
+    @classmethod
+    def from_record(
+        cls,
+        record: Record,
+        response: str,
+        *,
+        sample_id: str | None = None,
+        group_id: str | None = None,
+        duration: float | None = None,
+        fps: float | None = None,
+        frame_timestamps: Sequence[float] | None = None,
+    ) -> RewardInput:
+        """The input for one response to `record`; timing defaults to the record's clip / `meta`."""
+        meta = dict(record.meta)
+        if duration is None:
+            duration = _record_duration(record)
+        return cls(
+            response=response,
+            answer=record.answer,
+            problem_type=record.problem_type,
+            problem=record.problem,
+            options=tuple(record.options) if record.options is not None else None,
+            duration=duration,
+            fps=fps if fps is not None else _float_or_none(meta.get("fps")),
+            frame_timestamps=tuple(frame_timestamps) if frame_timestamps is not None else None,
+            meta=meta,
+            group_id=group_id if group_id is not None else record.id,
+            sample_id=sample_id if sample_id is not None else record.id,
+        )
+
+
+def _float_or_none(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _record_duration(record: Record) -> float | None:
+    for media in record.media:
+        if media.kind == "video" and media.end is not None:
+            return media.end - (media.start or 0.0)
+    return _float_or_none(record.meta.get("duration"))
+
+
+@dataclass(frozen=True)
+class RewardOutput:
+    """A score in [0, 1] and its named components (at least `accuracy` and `format` from the router).
+
+    `applicable=False` marks a sample the routed scorer declined (score 0, excluded from means);
+    `error` holds why a scorer failed (score 0) and `timed_out` whether it ran out of time.
+    """
+
+    score: float
+    components: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    applicable: bool = True
+    timed_out: bool = False
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.score, (int, float)) and 0.0 <= self.score <= 1.0):
+            raise ValueError(f"RewardOutput.score must be a float in [0, 1], got {self.score!r}")
+
+
+ScorerValue = Union[float, RewardOutput, None, BaseException]
+RewardFn = Callable[..., Any]  # fn(inputs: Sequence[RewardInput], spec: RewardSpec) -> Sequence[ScorerValue]
+
+
+def per_sample(fn: Callable[[RewardInput, RewardSpec], Any]) -> RewardFn:
+    """Lift `fn(input, spec) -> float | RewardOutput | None` (sync or async) to the batch form.
+
+    The router runs a lifted sync function sample by sample, so a slow or failing sample is
+    reported on its own. Async functions run concurrently, each under `spec.timeout_s`.
+    """
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def batch_async(inputs: Sequence[RewardInput], spec: RewardSpec) -> list[ScorerValue]:
+            async def one(inp: RewardInput) -> ScorerValue:
+                try:
+                    return await asyncio.wait_for(fn(inp, spec), spec.timeout_s)
+                except asyncio.TimeoutError:
+                    return TimeoutError(f"timed out after {spec.timeout_s:g} s")
+                except Exception as exc:  # one sample's failure is that sample's result
+                    return exc
+
+            return list(await asyncio.gather(*(one(i) for i in inputs)))
+
+        setattr(batch_async, PER_SAMPLE_ATTR, fn)
+        return batch_async
+
+    @functools.wraps(fn)
+    def batch(inputs: Sequence[RewardInput], spec: RewardSpec) -> list[ScorerValue]:
+        out: list[ScorerValue] = []
+        for inp in inputs:
+            try:
+                out.append(fn(inp, spec))
+            except Exception as exc:  # one sample's failure is that sample's result
+                out.append(exc)
+        return out
+
+    setattr(batch, PER_SAMPLE_ATTR, fn)
+    return batch
+
+
+def sample_function(reward: RewardFn) -> Callable[[RewardInput, RewardSpec], Any] | None:
+    """The synchronous per-sample function behind a `@per_sample` reward, if it has one."""
+    fn = getattr(reward, PER_SAMPLE_ATTR, None)
+    return None if fn is None or inspect.iscoroutinefunction(fn) else fn
+
+
+def with_spec_check(reward: RewardFn, check: Callable[[RewardSpec, str], None]) -> RewardFn:
+    """Attach `check(spec, name)`, which the router calls when it is built (e.g. "is a judge configured?")."""
+    setattr(reward, SPEC_CHECK_ATTR, check)
+    return reward
+
+
+def spec_check(reward: RewardFn) -> Callable[[RewardSpec, str], None] | None:
+    return getattr(reward, SPEC_CHECK_ATTR, None)

@@ -1,0 +1,80 @@
+"""A minimal client for an OpenAI-compatible chat endpoint (a vLLM server, a hosted API).
+
+Standard library only (`urllib`): a POST to `{base_url}/chat/completions` with a timeout, retried
+on connection errors, timeouts, HTTP 408/429 and 5xx with exponential back-off. The API key, if
+any, is read from the environment variable *named* by `JudgeSpec.api_key_env`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING
+
+from evr1.errors import ConfigError
+
+if TYPE_CHECKING:
+    from evr1.specs import JudgeSpec
+
+_RETRY_STATUS = {408, 429}
+_SCORE = re.compile(r"(?<![\d.])(10|\d)(?:\s*/\s*10)?(?![\d.])")
+
+
+class JudgeUnavailable(RuntimeError):
+    """The judge endpoint could not be reached or answered with an error."""
+
+
+def check_configured(judge: JudgeSpec, reward: str) -> None:
+    """Raise a ConfigError naming the missing setting when the judge cannot be called."""
+    missing = [name for name in ("base_url", "model") if not getattr(judge, name)]
+    if missing:
+        raise ConfigError(
+            f"reward {reward!r} calls an LLM judge: set reward.judge.{' and reward.judge.'.join(missing)}"
+            " (an OpenAI-compatible endpoint such as a vLLM server, e.g. base_url='http://127.0.0.1:8000/v1')"
+        )
+    if judge.api_key_env and not os.environ.get(judge.api_key_env):
+        raise ConfigError(f"reward.judge.api_key_env names {judge.api_key_env!r}, which is not set in the environment")
+
+
+def chat(judge: JudgeSpec, system: str, user: str) -> str:
+    """The judge's reply text; raises JudgeUnavailable after `judge.retries` retries."""
+    check_configured(judge, "judge")
+    url = judge.base_url.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
+    headers = {"Content-Type": "application/json"}
+    if judge.api_key_env:
+        headers["Authorization"] = f"Bearer {os.environ[judge.api_key_env]}"
+    body = json.dumps({
+        "model": judge.model,
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        "temperature": 0.0,
+        "max_tokens": judge.max_tokens,
+    }).encode()  # fmt: skip
+    last = ""
+    for attempt in range(judge.retries + 1):
+        if attempt:
+            time.sleep(min(0.25 * 2 ** (attempt - 1), 4.0))
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=judge.timeout_s) as reply:
+                payload = json.loads(reply.read())
+            return str(payload["choices"][0]["message"]["content"] or "")
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code}: {exc.read()[:200].decode('utf-8', 'replace')}"
+            if exc.code not in _RETRY_STATUS and exc.code < 500:
+                raise JudgeUnavailable(f"LLM judge at {url} refused the request ({last})") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise JudgeUnavailable(f"LLM judge at {url} sent an unexpected reply ({type(exc).__name__}: {exc})") from None
+    raise JudgeUnavailable(f"LLM judge at {url} unreachable after {judge.retries + 1} attempt(s): {last}")
+
+
+def reply_score(reply: str) -> float:
+    """The first integer 0–10 of a judge reply, as a fraction; ValueError when there is none."""
+    m = _SCORE.search(reply[:2000])
+    if m is None:
+        raise ValueError(f"judge reply holds no 0-10 score: {reply[:100]!r}")
+    return int(m.group(1)) / 10.0

@@ -1,0 +1,82 @@
+"""Rewards that ask an LLM judge (an OpenAI-compatible endpoint configured in `RewardSpec.judge`).
+
+- open_ended_judge: the judge rates the answer against the reference from 0 to 10 (score / 10).
+- preference_judge: the reference label when the record has one, else the judge's own verdict
+  (A, B or tie) on the two responses in the problem; the answer's label must match it.
+
+Requests run concurrently (`judge.concurrency`); an unreachable judge fails those samples with
+a message naming the endpoint, and an unconfigured one fails when the router is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from evr1.rewards.extract import answer_of
+from evr1.rewards.judge_client import chat, check_configured, reply_score
+from evr1.rewards.open_ended import references
+from evr1.rewards.preference import read_label
+
+if TYPE_CHECKING:
+    from evr1.rewards.contract import RewardInput, ScorerValue
+    from evr1.specs import RewardSpec
+
+GRADER = (
+    "You grade answers to questions about videos and images. Compare the candidate answer with the"
+    " reference answer: is it correct and complete? Reply with one integer from 0 (wrong) to 10"
+    " (fully correct) and nothing else."
+)
+REFEREE = (
+    "You compare two responses to the same request. Decide which one is better. Reply with exactly"
+    " one of: A, B, tie."
+)
+
+
+def _concurrently(inputs: Sequence[RewardInput], spec: RewardSpec, one: Callable[[RewardInput], float]) -> list[ScorerValue]:
+    def guarded(inp: RewardInput) -> ScorerValue:
+        try:
+            return one(inp)
+        except Exception as exc:  # this sample's failure (unreachable judge, unreadable reply)
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(spec.judge.concurrency, len(inputs)))) as threads:
+        return list(threads.map(guarded, inputs))
+
+
+def open_ended_judge(inputs: Sequence[RewardInput], spec: RewardSpec) -> list[ScorerValue]:
+    """Open-ended, judged: an LLM rates the answer against the reference (0-10, scaled to [0, 1])."""
+
+    def one(inp: RewardInput) -> float:
+        reference = " | ".join(references(inp.answer))
+        answer = answer_of(inp, spec)
+        if not answer:
+            return 0.0
+        user = f"Question:\n{inp.problem}\n\nReference answer:\n{reference}\n\nCandidate answer:\n{answer}\n\nScore (0-10):"
+        return reply_score(chat(spec.judge, GRADER, user))
+
+    return _concurrently(inputs, spec, one)
+
+
+def preference_judge(inputs: Sequence[RewardInput], spec: RewardSpec) -> list[ScorerValue]:
+    """Preference, judged: the reference label, or the LLM judge's verdict when the record has none."""
+
+    def one(inp: RewardInput) -> float:
+        got = read_label(answer_of(inp, spec))
+        if got is None:
+            return 0.0
+        expected = read_label(inp.answer)
+        if expected is None:
+            verdict = chat(spec.judge, REFEREE, f"{inp.problem}\n\nWhich response is better (A, B or tie)?")
+            expected = read_label(verdict)
+            if expected is None:
+                raise ValueError(f"judge verdict holds no label: {verdict[:100]!r}")
+        return 1.0 if got == expected else 0.0
+
+    return _concurrently(inputs, spec, one)
+
+
+def check_spec(spec: RewardSpec, name: str) -> None:
+    """Fail early (when the router is built) if the judge is not configured."""
+    check_configured(spec.judge, name)

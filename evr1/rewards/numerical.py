@@ -1,0 +1,57 @@
+"""Numerical answers (exact after normalising representation) and regression (mean relative accuracy).
+
+numerical: 1 when the answer's one number equals the reference after normalisation (units,
+thousands separators, words, fractions, percentages, scientific notation; `50%` equals 50 and
+0.5). `RewardSpec.numeric_rel_tol` / `numeric_abs_tol` opt into a tolerance.
+
+regression: VSI-Bench's mean relative accuracy, the fraction of thresholds θ ∈ {0.50, 0.55, …,
+0.95} with |pred − gt| / |gt| < 1 − θ. A zero reference counts only an exact zero.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from evr1.rewards.extract import answer_of
+from evr1.rewards.number_parsing import Number, parse_number, same_number
+
+if TYPE_CHECKING:
+    from evr1.rewards.contract import RewardInput
+    from evr1.specs import RewardSpec
+
+THRESHOLDS = tuple(round(0.50 + 0.05 * i, 2) for i in range(10))
+
+
+def _reference(inp: RewardInput) -> Number:
+    number = parse_number(inp.answer)
+    if number is None:
+        raise ValueError(f"{inp.problem_type.value} answer {inp.answer!r} is not one number")
+    return number
+
+
+def suits(text: str, inp: RewardInput) -> bool:
+    return parse_number(text) is not None
+
+
+def score(inp: RewardInput, spec: RewardSpec) -> float:
+    """Numerical: 1 when the one number of the answer equals the reference (tolerance opt-in)."""
+    expected = _reference(inp)
+    got = parse_number(answer_of(inp, spec))
+    return 1.0 if got is not None and same_number(got, expected, spec.numeric_rel_tol, spec.numeric_abs_tol) else 0.0
+
+
+def mean_relative_accuracy(pred: float, gt: float) -> float:
+    """The VSI-Bench MRA of one prediction."""
+    if gt == 0:
+        return 1.0 if pred == 0 else 0.0
+    error = abs(pred - gt) / abs(gt)
+    return sum(error < 1.0 - t for t in THRESHOLDS) / len(THRESHOLDS)
+
+
+def score_regression(inp: RewardInput, spec: RewardSpec) -> float:
+    """Regression: mean relative accuracy over thresholds 0.50…0.95 (VSI-Bench)."""
+    expected = _reference(inp)
+    got = parse_number(answer_of(inp, spec))
+    if got is None:
+        return 0.0
+    return max(mean_relative_accuracy(value, expected.value) for value in got.candidates())

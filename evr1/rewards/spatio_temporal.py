@@ -1,0 +1,92 @@
+"""Spatial-temporal grounding and tracking: boxes at timestamps.
+
+Timestamps match when within half a frame (0.5 / fps), else half the smallest gap between
+reference timestamps, else 0.5 s; matching is one-to-one, nearest first.
+
+- tracking: the mean IoU over the reference timestamps (a missing box counts 0; extra ones are
+  ignored).
+- spatial_temporal_grounding: 0.5 × temporal IoU + 0.5 × vIoU, where vIoU is the IoU sum over
+  shared timestamps divided by the number of timestamps in either track. The answer's span is its
+  `time`/`span` field, else the first to last of its box timestamps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from evr1.rewards.contract import RewardOutput
+from evr1.rewards.extract import answer_of
+from evr1.rewards.geometry import Box, box_iou, interval_iou
+from evr1.rewards.grounding_parse import load_json, parse_interval, parse_track
+from evr1.rewards.spatial_grounding import to_reference_frame
+from evr1.rewards.temporal_grounding import clip_interval, reference_interval
+
+if TYPE_CHECKING:
+    from evr1.rewards.contract import RewardInput
+    from evr1.specs import RewardSpec
+
+
+def _tolerance(inp: RewardInput, times: list[float]) -> float:
+    if inp.fps:
+        return 0.5 / inp.fps
+    gaps = [b - a for a, b in zip(times, times[1:]) if b > a]
+    return 0.5 * min(gaps) if gaps else 0.5
+
+
+def match_times(predicted: list[float], reference: list[float], tolerance: float) -> list[tuple[float, float]]:
+    """One-to-one (predicted, reference) timestamp pairs within `tolerance`, nearest first."""
+    pairs = sorted((abs(p - r), p, r) for p in predicted for r in reference if abs(p - r) <= tolerance)
+    used_p: set[float] = set()
+    used_r: set[float] = set()
+    out = []
+    for _, p, r in pairs:
+        if p not in used_p and r not in used_r:
+            used_p.add(p)
+            used_r.add(r)
+            out.append((p, r))
+    return out
+
+
+def _tracks(inp: RewardInput, text: str | None) -> tuple[dict[float, Box], dict[float, Box], list[tuple[float, float]]]:
+    expected = parse_track(inp.answer, inp.frame_timestamps)
+    if not expected:
+        raise ValueError(f"{inp.problem_type.value} answer {inp.answer!r} holds no boxes by timestamp")
+    got = parse_track(text, inp.frame_timestamps) if text else {}
+    if got:
+        times = list(got)
+        got = dict(zip(times, to_reference_frame([got[t] for t in times], list(expected.values()), inp.meta)))
+    ref_times = sorted(expected)
+    return got, expected, match_times(sorted(got), ref_times, _tolerance(inp, ref_times))
+
+
+def suits(text: str, inp: RewardInput) -> bool:
+    return bool(parse_track(text, inp.frame_timestamps))
+
+
+def score_tracking(inp: RewardInput, spec: RewardSpec) -> float:
+    """Tracking: mean box IoU over the reference timestamps (missing boxes count 0)."""
+    got, expected, pairs = _tracks(inp, answer_of(inp, spec))
+    return sum(box_iou(got[p], expected[r]) for p, r in pairs) / len(expected)
+
+
+def _span(text: str, track: Mapping[float, Box]) -> tuple[float, float] | None:
+    loaded = load_json(text)
+    if isinstance(loaded, dict):
+        pair = parse_interval({k: v for k, v in loaded.items() if k != "boxes"})
+        if pair is not None:
+            return pair
+    return (min(track), max(track)) if track else None
+
+
+def score_spatial_temporal(inp: RewardInput, spec: RewardSpec) -> RewardOutput:
+    """Spatial-temporal grounding: mean of temporal IoU and vIoU over shared timestamps."""
+    text = answer_of(inp, spec)
+    got, expected, pairs = _tracks(inp, text)
+    span = reference_interval(inp.answer, inp.duration)
+    pair = _span(text, got) if text else None
+    predicted = clip_interval(pair, inp.duration, strict=spec.strictness == "strict") if pair else None
+    tiou = interval_iou(predicted, span) if predicted else 0.0
+    union = len(expected) + len(got) - len(pairs)
+    viou = sum(box_iou(got[p], expected[r]) for p, r in pairs) / union
+    return RewardOutput(score=0.5 * tiou + 0.5 * viou, components={"accuracy": 0.5 * tiou + 0.5 * viou, "tiou": tiou, "viou": viou})

@@ -39,7 +39,7 @@ def test_list_shows_registries_and_experiments() -> None:
     for title in ("rewards", "advantages", "policy_losses", "experiments", "grpo", "quickstart"):
         assert title in out.stdout
     out = evr1("list", "experiments")
-    assert "quickstart" in out.stdout and "Tiny model, synthetic data" in out.stdout
+    assert "quickstart" in out.stdout and "Tiny model, synthetic colour questions" in out.stdout
     assert_user_error(evr1("list", "reward"), "unknown kind 'reward'. Did you mean 'rewards'?")
 
 

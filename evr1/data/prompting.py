@@ -1,0 +1,65 @@
+"""Records to model prompts: the question text, lettered options, the instruction, and the media.
+
+`RecordPrompter` is what the rollout, the learner and the evaluation share, so a record always
+becomes the same tokens. Media come from a `MediaLoader` (the tensor cache or live decoding);
+each record's prompt is built once and reused by every pass that needs it.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from evr1.data.loader import MediaLoader, ProcessedMedia
+from evr1.data.records import Record
+from evr1.specs import PromptSpec
+
+
+def question_text(record: Record, spec: PromptSpec) -> str:
+    """The user text: problem, then options as `A. text` lines (when given), then the instruction."""
+    parts = [record.problem.strip()]
+    if record.options:
+        parts.append("\n".join(f"{string.ascii_uppercase[i]}. {text}" for i, text in enumerate(record.options)))
+    if spec.instruction:
+        parts.append(spec.instruction)
+    return "\n".join(parts)
+
+
+def processor_inputs(media: ProcessedMedia) -> dict[str, Any]:
+    """A loaded media item in the form the HF processors output (what `build_prompt` takes)."""
+    if media.kind == "video":
+        return {
+            "pixel_values_videos": media.pixel_values,
+            "video_grid_thw": media.grid_thw,
+            "video_metadata": media.video_metadata(),
+        }
+    return {"pixel_values": media.pixel_values, "image_grid_thw": media.grid_thw}
+
+
+class RecordPrompter:
+    """Builds (and memoises by record id) the prompt of each record."""
+
+    def __init__(self, processor: Any, loader: MediaLoader, spec: PromptSpec) -> None:
+        self.processor, self.loader, self.spec = processor, loader, spec
+        self._memo: dict[str, Any] = {}
+        self.cache_hits = 0
+        self.media_loaded = 0
+
+    def __call__(self, record: Record) -> Any:
+        from evr1.models.prompts import build_prompt, chat_messages
+
+        if record.id not in self._memo:
+            media = self.loader.load(record)
+            self.media_loaded += len(media)
+            self.cache_hits += sum(m.cache_hit for m in media)
+            messages = chat_messages(question_text(record, self.spec), [m.kind for m in media], self.spec.system)
+            self._memo[record.id] = build_prompt(self.processor, messages, [processor_inputs(m) for m in media])
+        return self._memo[record.id]
+
+    def many(self, records: Sequence[Record]) -> list[Any]:
+        return [self(r) for r in records]
+
+    def forget(self) -> None:
+        """Drop memoised prompts (call once per step: a step's media are loaded once, then released)."""
+        self._memo.clear()

@@ -1,0 +1,120 @@
+"""`evr1 eval run | compare | fixtures | list`: evaluate on video benchmarks and compare runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(help="Evaluate checkpoints on video benchmarks.", no_args_is_help=True)
+console = Console(highlight=False, soft_wrap=True)
+
+
+def _names(value: str | None) -> list[str]:
+    return [n.strip() for n in value.split(",") if n.strip()] if value else []
+
+
+def _target(target: str) -> tuple[object, object | None]:
+    """(ModelSpec, EvalSpec or None) for a model name / HF directory, or an experiment."""
+    from evr1.registry import MODELS
+    from evr1.specs import ModelSpec
+
+    if target in MODELS or Path(target).expanduser().is_dir():
+        return ModelSpec(name=target), None
+    from evr1.experiment import build_experiment
+    from evr1.experiment_files import load_config
+
+    experiment = build_experiment(load_config(target)[0])
+    return experiment.model, experiment.eval
+
+
+@app.command()
+def run(
+    target: Annotated[str, typer.Argument(help="A model (registered name or HF checkpoint directory) or an experiment.")],
+    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark names (default: the experiment's).")] = None,
+    data_root: Annotated[Optional[Path], typer.Option(help="Folder holding the benchmark folders.")] = None,
+    out: Annotated[Path, typer.Option(help="Output directory (rerun to resume).")] = Path("runs/eval"),
+    responses: Annotated[Optional[Path], typer.Option(help="Score these responses (JSONL of {id, response}) instead of generating.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Keep the first N items of each benchmark.")] = None,
+    fps: Annotated[Optional[float], typer.Option(help="Frames per second sampled from videos.")] = None,
+    max_frames: Annotated[Optional[int], typer.Option(help="Most frames per video.")] = None,
+    max_pixels: Annotated[Optional[int], typer.Option(help="Most pixels per frame.")] = None,
+    prompt_mode: Annotated[Optional[str], typer.Option(help="direct | reason")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(help="Most response tokens.")] = None,
+    batch_size: Annotated[Optional[int], typer.Option(help="Samples generated together.")] = None,
+    judge_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint of the LLM judge (open-ended answers).")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(help="Model name of the LLM judge.")] = None,
+    engine: Annotated[str, typer.Option(help="Rollout engine.")] = "hf",
+    device: Annotated[str, typer.Option(help="Device of the HF engine.")] = "cpu",
+) -> None:
+    """Evaluate TARGET on benchmarks; writes samples.jsonl, results.json and results.md under --out."""
+    from evr1.errors import Evr1Error
+    from evr1.eval.api import engine_responder, evaluate
+    from evr1.eval.responders import ScriptedResponder
+    from evr1.specs import EvalSpec, JudgeSpec
+
+    if responses is not None:
+        model, spec = None, EvalSpec()
+    else:
+        model, spec = _target(target)
+        spec = spec or EvalSpec()
+    video = {k: v for k, v in {"fps": fps, "max_frames": max_frames, "max_pixels": max_pixels}.items() if v is not None}
+    updates = {"video": spec.video.model_copy(update=video)} if video else {}
+    updates |= {k: v for k, v in {"limit": limit, "prompt_mode": prompt_mode, "max_response_tokens": max_tokens,
+                                   "batch_size": batch_size}.items() if v is not None}
+    if judge_url or judge_model:
+        updates["judge"] = JudgeSpec(base_url=judge_url, model=judge_model)
+    spec = EvalSpec.model_validate({**spec.model_dump(), **{k: (v.model_dump() if hasattr(v, "model_dump") else v)
+                                                            for k, v in updates.items()}})
+    root = data_root or spec.data_root
+    if responses is not None:
+        if not responses.is_file():
+            raise Evr1Error(f"responses file {responses} does not exist")
+        table = {}
+        for line in responses.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                table[str(row["id"])] = str(row.get("response") or "")
+        responder = ScriptedResponder(table, mode=spec.prompt_mode)
+    else:
+        responder = engine_responder(model, spec, engine=engine, device=device, data_root=root)  # type: ignore[arg-type]
+    results = evaluate(spec, responder, out, benchmarks=_names(benchmarks) or None, data_root=root)
+    for name, r in results["benchmarks"].items():
+        console.print(f"{name}: {r['score']:.2f} ({r['metric']}; n={r['n']}, failed={r['failed']}, unparsed={r['unparsed']})")
+    console.print(f"results: {Path(out) / 'results.md'}")
+
+
+@app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="First run directory (or its results.json).")],
+    run_b: Annotated[Path, typer.Argument(help="Second run directory (or its results.json).")],
+) -> None:
+    """Print every metric of two runs side by side with deltas (B - A)."""
+    from evr1.eval.report import compare_table, load_results
+
+    console.print(compare_table(load_results(run_a), load_results(run_b)))
+
+
+@app.command()
+def fixtures(
+    out: Annotated[Path, typer.Option(help="Where to write the tiny benchmark copies.")],
+    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated names (default: all 22).")] = None,
+) -> None:
+    """Write tiny fixtures of the benchmarks (official annotation formats, generated videos)."""
+    from evr1.eval.fixtures import write_fixtures
+
+    counts = write_fixtures(out, _names(benchmarks) or None)
+    console.print(f"wrote {sum(counts.values())} items of {len(counts)} benchmarks under {out}")
+
+
+@app.command("list")
+def list_benchmarks() -> None:
+    """The registered benchmarks, their metric and lmms-eval task."""
+    from evr1.registry import BENCHMARKS
+
+    for name in BENCHMARKS.names():
+        bench = BENCHMARKS.get(name)
+        console.print(f"{name}: {bench.title} — {bench.metric} [lmms-eval: {bench.lmms_task or 'ours (evals/)'}]")

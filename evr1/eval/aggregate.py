@@ -1,0 +1,197 @@
+"""Official aggregation rules of the benchmarks, over scored sample rows.
+
+A row is one sample as written to `samples.jsonl`: `score` in [0, 1] (0 for a failed or
+unparseable sample, which is never dropped), `meta` (the record's meta: sub-task, category, ...),
+`components` (e.g. `tiou`/`viou`) and `error`. Every function returns an `Aggregate` whose
+numbers are percentages (0-100).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """The headline score, named metrics, and per-key breakdowns `{key: {value: (score, n)}}`."""
+
+    score: float
+    metrics: dict[str, float] = field(default_factory=dict)
+    breakdowns: dict[str, dict[str, tuple[float, int]]] = field(default_factory=dict)
+
+
+Aggregator = Callable[[Sequence[Row]], Aggregate]
+
+
+def meta_value(row: Row, key: str) -> str:
+    """A row's meta value as a category label ("unknown" when absent)."""
+    value = (row.get("meta") or {}).get(key)
+    return "unknown" if value is None or value == "" else str(value)
+
+
+def _pct(values: Iterable[float]) -> float:
+    values = list(values)
+    return 100.0 * sum(values) / len(values) if values else 0.0
+
+
+def groups(rows: Sequence[Row], key: str) -> dict[str, list[Row]]:
+    """Rows by meta value of `key`, in sorted label order."""
+    out: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        out[meta_value(row, key)].append(row)
+    return dict(sorted(out.items()))
+
+
+def breakdown(rows: Sequence[Row], key: str) -> dict[str, tuple[float, int]]:
+    """Mean score (percent) and count of each category of `key`."""
+    return {label: (_pct(r["score"] for r in members), len(members)) for label, members in groups(rows, key).items()}
+
+
+def _breakdowns(rows: Sequence[Row], keys: Sequence[str]) -> dict[str, dict[str, tuple[float, int]]]:
+    return {key: breakdown(rows, key) for key in keys if any(key in (r.get("meta") or {}) for r in rows)}
+
+
+def accuracy(*keys: str) -> Aggregator:
+    """Mean score over all items, with breakdowns by the given meta keys."""
+
+    def aggregate(rows: Sequence[Row]) -> Aggregate:
+        overall = _pct(r["score"] for r in rows)
+        return Aggregate(overall, {"accuracy": overall}, _breakdowns(rows, keys))
+
+    return aggregate
+
+
+def macro(key: str, *more: str, name: str = "macro_avg") -> Aggregator:
+    """Mean over the categories of `key` of each category's mean score (every item in its denominator).
+
+    MVBench (20 tasks), MLVU M-Avg (task types), VSI-Bench (question types; numeric ones scored by MRA).
+    """
+
+    def aggregate(rows: Sequence[Row]) -> Aggregate:
+        per = breakdown(rows, key)
+        score = sum(s for s, _ in per.values()) / len(per) if per else 0.0
+        return Aggregate(score, {name: score, "accuracy": _pct(r["score"] for r in rows)}, _breakdowns(rows, (key, *more)))
+
+    return aggregate
+
+
+def nested_macro(outer: str, inner: str) -> Aggregator:
+    """Macro mean over `inner` categories within each `outer` category, then over `outer` (OVO-Bench)."""
+
+    def aggregate(rows: Sequence[Row]) -> Aggregate:
+        metrics: dict[str, float] = {}
+        for label, members in groups(rows, outer).items():
+            per = breakdown(members, inner)
+            metrics[label] = sum(s for s, _ in per.values()) / len(per)
+        score = sum(metrics.values()) / len(metrics) if metrics else 0.0
+        return Aggregate(score, {"overall": score, **metrics}, _breakdowns(rows, (outer, inner)))
+
+    return aggregate
+
+
+def grounding(thresholds: Sequence[float] = (0.3, 0.5, 0.7)) -> Aggregator:
+    """Temporal grounding (Charades-STA): mIoU and recall at IoU thresholds (the score is the IoU)."""
+
+    def aggregate(rows: Sequence[Row]) -> Aggregate:
+        ious = [float(r["score"]) for r in rows]
+        metrics = {"mIoU": _pct(ious)}
+        for t in thresholds:
+            metrics[f"R@{t:g}"] = _pct(1.0 if iou >= t else 0.0 for iou in ious)
+        return Aggregate(metrics["mIoU"], metrics)
+
+    return aggregate
+
+
+def spatio_temporal(*keys: str) -> Aggregator:
+    """STVG: mean of 0.5 tIoU + 0.5 box IoU, with the mean tIoU and box IoU reported apart."""
+
+    def aggregate(rows: Sequence[Row]) -> Aggregate:
+        comp = [r.get("components") or {} for r in rows]
+        metrics = {
+            "score": _pct(r["score"] for r in rows),
+            "tIoU": _pct(c.get("tiou", 0.0) for c in comp),
+            "box_IoU": _pct(c.get("viou", 0.0) for c in comp),
+        }
+        return Aggregate(metrics["score"], metrics, _breakdowns(rows, keys))
+
+    return aggregate
+
+
+def videomath(*keys: str) -> Aggregator:
+    """VideoMathQA: MCQ accuracy and MBin (a question counts only when all its binary pairs are right)."""
+
+    def aggregate(rows: Sequence[Row]) -> Aggregate:
+        mcq = [r for r in rows if meta_value(r, "setting") == "mcq"]
+        mbin = [r for r in rows if meta_value(r, "setting") == "mbin"]
+        questions = list(groups(mbin, "question_id").items())
+        mbin_score = _pct(1.0 if all(r["score"] >= 1.0 for r in members) else 0.0 for _, members in questions)
+        metrics = {"MBin": mbin_score, "MCQ": _pct(r["score"] for r in mcq), "mbin_questions": float(len(questions))}
+        return Aggregate(mbin_score if mbin else metrics["MCQ"], metrics, _breakdowns(mcq or rows, keys))
+
+    return aggregate
+
+
+_RELEVANCE = (0.0, 1 / 16, 4 / 16, 9 / 16, 1.0)  # by number of right answers (of 4)
+_LOGIC = {  # group structure -> score by length of the right chain
+    (1, 2, 3, 4): (0.0, 1 / 16, 4 / 16, 9 / 16, 1.0),
+    (1, (2, 3), 4): (0.0, 1 / 12, 4 / 12, 7 / 12, 1.0),
+    ((1, 2), 3, 4): (0.0, 1 / 10, 2 / 10, 5 / 10, 1.0),
+}
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(_as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def logic_chain(right: Sequence[bool], structure: Any) -> int:
+    """Length of the chain of right answers in a Video-MME-v2 logic group.
+
+    Questions are answered in order; the chain stops at the first wrong one, except that of two
+    parallel questions (a bracketed pair in the structure) one right is enough to go on.
+    """
+    shape = _as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)
+    if shape not in _LOGIC:
+        raise ValueError(f"unknown Video-MME-v2 group structure {structure!r}; known: {list(_LOGIC)}")
+    chain = 0
+    while chain < len(right) and right[chain]:
+        chain += 1
+    if shape == (1, (2, 3), 4) and chain == 1 and len(right) > 2 and right[2]:
+        chain = 2
+    if shape == ((1, 2), 3, 4) and chain == 0 and len(right) > 1 and right[1]:
+        chain = 1
+    return chain
+
+
+def group_score(members: Sequence[Row]) -> float:
+    """The non-linear score of one Video-MME-v2 question group (four questions about one video)."""
+    ordered = sorted(members, key=lambda r: str((r.get("meta") or {}).get("question_id", r.get("id"))))
+    right = [r["score"] >= 1.0 for r in ordered]
+    if meta_value(ordered[0], "group_type") == "logic":
+        structure = (ordered[0].get("meta") or {}).get("group_structure")
+        return _LOGIC[_as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)][
+            min(logic_chain(right, structure), 4)
+        ]
+    return _RELEVANCE[min(sum(right), 4)]
+
+
+def grouped_nonlinear(group_key: str = "group_id") -> Aggregator:
+    """Video-MME-v2: mean over question groups of the group's non-linear score, and plain accuracy."""
+
+    def aggregate(rows: Sequence[Row]) -> Aggregate:
+        by_group = groups(rows, group_key)
+        scores = {g: group_score(members) for g, members in by_group.items()}
+        overall = _pct(scores.values())
+        metrics = {"group_score": overall, "accuracy": _pct(r["score"] for r in rows)}
+        for kind in ("relevance", "logic"):
+            chosen = [s for g, s in scores.items() if meta_value(by_group[g][0], "group_type") == kind]
+            if chosen:
+                metrics[f"{kind}_score"] = _pct(chosen)
+        return Aggregate(overall, metrics, _breakdowns(rows, ("group_type", "level")))
+
+    return aggregate

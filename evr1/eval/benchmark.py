@@ -1,0 +1,117 @@
+"""A registered benchmark: where its data lives, how its annotations become records, how it is scored.
+
+Data layout: `<data_root>/<folder>/<annotations>` (files or folders of JSON/JSONL) and the media
+under `<data_root>/<folder>/<media_dir>/`. Annotation rows in the benchmark's official format go
+through its importer; rows in the EasyVideoR1 format (`problem`, `problem_type`, `solution`/
+`answer`, `path`/`videos`, ...) go through `evr1.data.importers` with media paths relative to
+`<folder>`. Either way every record id is `<benchmark>/<source id>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from evr1.data.importers import import_one
+from evr1.data.records import Record, RecordError, iter_json_objects, record_files, validate_record
+from evr1.errors import Evr1Error
+from evr1.eval.aggregate import Aggregator
+from evr1.problem_types import ProblemType
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """Where an annotation row comes from, and how its media names become data-root paths."""
+
+    benchmark: Benchmark
+    file: Path
+    line: int
+
+    @property
+    def stem(self) -> str:
+        return self.file.stem
+
+    def media(self, name: str) -> str:
+        """A media file name of the annotation as a path relative to the data root."""
+        name = str(name).removeprefix("./")
+        if PurePosixPath(name).is_absolute():
+            return name
+        return str(PurePosixPath(self.benchmark.folder) / self.benchmark.media_dir / name)
+
+
+Importer = Callable[[Mapping[str, Any], RowContext], list[dict[str, Any]]]
+
+
+def is_easyvideor1(row: Mapping[str, Any]) -> bool:
+    """An EasyVideoR1 / Video-R1 style row (our training-data format)."""
+    return "problem_type" in row and ("problem" in row or "solution" in row)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One evaluation benchmark."""
+
+    name: str
+    title: str
+    folder: str
+    annotations: tuple[str, ...]
+    media_dir: str
+    question_types: tuple[ProblemType, ...]
+    metric: str
+    aggregate: Aggregator
+    importer: Importer
+    routes: Mapping[ProblemType, str] = field(default_factory=dict)  # scorer overrides (e.g. the judge)
+    lmms_task: str | None = None  # lmms-eval 0.7.3's own task, where it has one
+    summary: str = ""
+
+    @property
+    def needs_judge(self) -> bool:
+        return any(name.endswith("_judge") for name in self.routes.values())
+
+    def annotation_paths(self, data_root: str | Path) -> list[Path]:
+        base = Path(data_root) / self.folder
+        paths = [base / a for a in self.annotations if (base / a).exists()]
+        if not paths:
+            wanted = ", ".join(str(base / a) for a in self.annotations)
+            raise Evr1Error(f"benchmark {self.name!r}: no annotations found (looked for {wanted})")
+        return paths
+
+    def load(self, data_root: str | Path) -> list[Record]:
+        """Every record of the benchmark under `data_root`; raises `RecordError` (file:line) on a bad row."""
+        records: list[Record] = []
+        seen: dict[str, str] = {}
+        for item in iter_json_objects(record_files(self.annotation_paths(data_root))):
+            if isinstance(item.value, RecordError):
+                raise item.value
+            for record in self._convert(item.value, RowContext(self, item.file, item.line)):
+                here = f"{item.file}:{item.line}"
+                first = seen.setdefault(record.id, here)
+                if first != here:
+                    raise RecordError(item.file, item.line, "id", f"duplicate id {record.id!r} (first at {first})")
+                records.append(record)
+        return records
+
+    def _convert(self, row: Any, ctx: RowContext) -> list[Record]:
+        if not isinstance(row, Mapping):
+            raise RecordError(ctx.file, ctx.line, None, f"expected a JSON object, got {type(row).__name__}")
+        if is_easyvideor1(row):
+            result = import_one(dict(row), ctx.file, ctx.line, media_prefix=self.folder)
+            results = [result if isinstance(result, list) else result.model_copy(update={"id": f"{self.name}/{result.id}"})]
+        else:
+            try:
+                converted = self.importer(row, ctx)
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                field_name = exc.args[0] if isinstance(exc, KeyError) else None
+                raise RecordError(ctx.file, ctx.line, field_name, f"not a {self.title} annotation row: {exc!r}") from None
+            results = [
+                validate_record({**d, "id": f"{self.name}/{d['id']}", "meta": {"source": f"{ctx.file.name}:{ctx.line}", **d.get("meta", {})}},
+                                ctx.file, ctx.line)
+                for d in converted
+            ]
+        for result in results:
+            if isinstance(result, list):
+                first = result[0]
+                raise RecordError(first.file, first.line, first.field, f"{self.name}: {first.message}")
+        return results  # type: ignore[return-value]

@@ -1,0 +1,297 @@
+"""Importers from each benchmark's official annotation format to evr1 records.
+
+Field names follow the official releases as the lmms-eval 0.7.3 tasks read them (the Hugging Face
+dataset rows, exported to JSON/JSONL where the release is Parquet). Each importer maps one row to
+record dicts (`id` without the benchmark prefix) with canonical meta keys for the aggregation:
+`task`, `category`, `duration`, `format`, `dimension`, `track`, `setting`, `question_id`, ...
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any
+
+from evr1.data.importers import strip_option_letters
+from evr1.eval.benchmark import RowContext
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LETTER = re.compile(r"^\s*\(?([A-Z])\s*(?:[.):]|\s|$)")
+_EMBEDDED = re.compile(r"^\s*\(?([A-Z])[.)]\s*(.+?)\s*$")
+
+Row = Mapping[str, Any]
+
+
+def option_list(value: Any) -> list[str]:
+    """Option texts from a list ("A. x" or plain), a {"A": x} mapping, or "A. x\\nB. y" text."""
+    if isinstance(value, Mapping):
+        return [str(value[k]).strip() for k in sorted(value)]
+    if isinstance(value, str):
+        value = [line for line in value.splitlines() if line.strip()]
+    if not isinstance(value, Sequence) or not value:
+        raise ValueError(f"expected a list of options, got {value!r}")
+    return strip_option_letters([str(o) for o in value])
+
+
+def letter_of(answer: Any, options: Sequence[str]) -> str:
+    """The option letter of an answer given as a letter, "A. text", an index or the option text."""
+    if isinstance(answer, int) and not isinstance(answer, bool):
+        if not 0 <= answer < len(options):
+            raise ValueError(f"answer index {answer} is out of range for {len(options)} options")
+        return LETTERS[answer]
+    text = str(answer).strip()
+    for i, option in enumerate(options):
+        if text.lower() == option.lower():
+            return LETTERS[i]
+    match = _LETTER.match(text)
+    if match and LETTERS.index(match.group(1)) < len(options):
+        return match.group(1)
+    raise ValueError(f"answer {answer!r} is not one of {len(options)} options")
+
+
+def split_embedded(question: str) -> tuple[str, list[str]]:
+    """A question whose options follow it as "(A) x" / "A. x" lines: (question, option texts)."""
+    stem, options = [], []
+    for line in question.splitlines():
+        match = _EMBEDDED.match(line)
+        if match and match.group(1) == LETTERS[len(options)]:
+            options.append(match.group(2))
+        elif not options:
+            stem.append(line)
+    if len(options) < 2:
+        raise ValueError("question holds no lettered options")
+    return "\n".join(stem).strip(), options
+
+
+def video(ctx: RowContext, name: str, start: float | None = None, end: float | None = None) -> dict[str, Any]:
+    media: dict[str, Any] = {"kind": "video", "path": ctx.media(name)}
+    if start is not None:
+        media["start"] = float(start)
+    if end is not None:
+        media["end"] = float(end)
+    return media
+
+
+def mc(rid: Any, question: str, options: list[str], answer: Any, media: list[dict[str, Any]], **meta: Any) -> dict[str, Any]:
+    """A multiple-choice record dict."""
+    return {
+        "id": str(rid), "problem": str(question).strip(), "problem_type": "multiple_choice",
+        "answer": letter_of(answer, options), "options": options, "media": media,
+        "meta": {k: v for k, v in meta.items() if v is not None},
+    }
+
+
+def plain(rid: Any, question: str, ptype: str, answer: Any, media: list[dict[str, Any]], **meta: Any) -> dict[str, Any]:
+    """A non-choice record dict."""
+    return {
+        "id": str(rid), "problem": str(question).strip(), "problem_type": ptype, "answer": answer, "media": media,
+        "meta": {k: v for k, v in meta.items() if v is not None},
+    }
+
+
+def _mp4(name: Any) -> str:
+    name = str(name)
+    return name if "." in name.rsplit("/", 1)[-1] else f"{name}.mp4"
+
+
+# -- general video QA ---------------------------------------------------------------------------
+
+
+def videomme(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    return [mc(row["question_id"], row["question"], option_list(row["options"]), row["answer"],
+               [video(ctx, _mp4(row["videoID"]))], duration=row.get("duration"), task=row.get("task_type"),
+               domain=row.get("domain"), category=row.get("sub_category"))]
+
+
+def videomme_v2(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    return [mc(row["question_id"], row["question"], option_list(row["options"]), row["answer"],
+               [video(ctx, _mp4(row["video_id"]))], group_id=str(row["video_id"]), question_id=str(row["question_id"]),
+               group_type=row["group_type"], group_structure=row.get("group_structure"), level=row.get("level"))]
+
+
+def mvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """One row of `json/<task>.json`: the task is the file name; `start`/`end` clip the video."""
+    options = [str(c) for c in row["candidates"]]
+    rid = row.get("id", f"{ctx.stem}/{ctx.line}")
+    return [mc(rid, row["question"], options, row["answer"], [video(ctx, row["video"], row.get("start"), row.get("end"))],
+               task=ctx.stem)]
+
+
+def tempcompass(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """Rows of `<format>.json` (multi-choice, yes_no, caption_matching, captioning)."""
+    fmt, media = ctx.stem, [video(ctx, _mp4(row["video_id"]))]
+    rid = f"{fmt}/{row['video_id']}/{row.get('id', ctx.line)}"
+    meta = {"format": fmt, "dimension": row.get("dim")}
+    if fmt == "yes_no":
+        return [plain(rid, row["question"], "boolean", str(row["answer"]).strip().lower().rstrip("."), media, **meta)]
+    if fmt == "captioning":
+        return [plain(rid, row["question"], "open_ended", row["answer"], media, **meta)]
+    question, options = split_embedded(row["question"])
+    return [mc(rid, question, options, re.sub(r"^(?:Caption|Sentence)\s+", "", str(row["answer"])), media, **meta)]
+
+
+def motionbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    question, options = (row["question"], option_list(row["options"])) if row.get("options") else split_embedded(row["question"])
+    return [mc(row.get("uid", row.get("id")), question, options, row["answer"], [video(ctx, row["video_path"])],
+               category=row.get("question_type"))]
+
+
+def lvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    question, options = (row["question"], option_list(row["options"])) if row.get("options") else split_embedded(row["question"])
+    qtype = row.get("question_type")
+    return [mc(row["uid"], question, options, row["answer"], [video(ctx, row["video_path"])],
+               category=qtype[0] if isinstance(qtype, list) and qtype else qtype)]
+
+
+def longvideobench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    return [mc(row["id"], row["question"], [str(c) for c in row["candidates"]], int(row["correct_choice"]),
+               [video(ctx, row["video_path"])], duration=row.get("duration_group"), category=row.get("question_category"))]
+
+
+def mlvu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    rid = row.get("question_id", f"{row['task_type']}/{row['video_name']}/{ctx.line}")
+    return [mc(rid, row["question"], [str(c) for c in row["candidates"]], row["answer"], [video(ctx, row["video_name"])],
+               task=row["task_type"])]
+
+
+def video_holmes(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    return [mc(row["Question ID"], row["Question"], option_list(row["Options"]), row["Answer"],
+               [video(ctx, _mp4(row["video ID"]))], category=row.get("Question Type"))]
+
+
+def minerva(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    options = [str(row[f"answer_choice_{i}"]) for i in range(10) if f"answer_choice_{i}" in row]
+    return [mc(row["key"], row["question"], options, int(row["answer_id"]), [video(ctx, _mp4(row["video_id"]))],
+               category=row.get("question_type") or row.get("category"))]
+
+
+def longvideo_reason(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    return [mc(row["id"], row["question"], option_list(row["options"]), row["answer"], [video(ctx, row["video"])],
+               category=row.get("category"))]
+
+
+def odvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    return [mc(row["id"], row["question"], option_list(row["options"]), row["answer"], [video(ctx, row["video"])],
+               task=row.get("task"), subtask=row.get("subtask"))]
+
+
+def livesports(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    return [mc(row["id"], row["question"], option_list(row["options"]), row["answer"], [video(ctx, row["video"])],
+               category=row.get("question_type"), ocr=row.get("ocr"))]
+
+
+# -- reasoning, knowledge, math -----------------------------------------------------------------
+
+
+def _mc_or_open(rid: Any, question: str, choices: Any, answer: Any, media: list[dict[str, Any]], **meta: Any) -> dict[str, Any]:
+    if choices:
+        return mc(rid, question, option_list(choices), answer, media, **meta)
+    return plain(rid, question, "open_ended", answer, media, **meta)
+
+
+def vcrbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    kind = "multiple-choice" if row.get("multiple-choice", bool(row.get("choices"))) else "open-ended"
+    return [_mc_or_open(row["id"], row["question"], row.get("choices") if kind == "multiple-choice" else None,
+                        row["answer"], [video(ctx, row["video_path"])], category=row.get("dimension"), question_kind=kind)]
+
+
+def videoreasonbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    return [plain(row["id"], row["question"], "open_ended", row["answer"], [video(ctx, row["video"])],
+                  category=row.get("skill"), level=row.get("level"))]
+
+
+def mmvu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    kind = row.get("question_type", "multiple-choice")
+    meta = row.get("metadata") or {}
+    return [_mc_or_open(row["id"], row["question"], row.get("choices") if kind == "multiple-choice" else None,
+                        row["answer"], [video(ctx, row["video_path"])], question_kind=kind, category=meta.get("subject"))]
+
+
+def video_mmmu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """Rows of `<Track>.json` (Perception, Comprehension, Adaptation); Adaptation may add an `image`."""
+    media = [video(ctx, _mp4(row["id"]))]
+    if row.get("image"):
+        media.append({"kind": "image", "path": ctx.media(row["image"])})
+    meta = {"track": ctx.stem}
+    if row.get("options"):
+        return [mc(row["id"], row["question"], option_list(row["options"]), row["answer"], media, **meta)]
+    return [plain(row["id"], row["question"], "numerical", row["answer"], media, **meta)]
+
+
+def videomathqa(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """Rows of `mcq.json` (5 options) and `mbin.json` (binary pairs sharing a `question_id`)."""
+    setting = ctx.stem
+    rid = f"{setting}/{row['question_id']}" + (f"/{row['pair']}" if setting == "mbin" else "")
+    return [mc(rid, row["question"], option_list(row["options"]), row["answer"], [video(ctx, _mp4(row["videoID"]))],
+               setting=setting, question_id=str(row["question_id"]), category=row.get("category"), duration=row.get("duration"))]
+
+
+def vsibench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    media = [video(ctx, f"{row['dataset']}/{row['scene_name']}.mp4")]
+    meta = {"task": row["question_type"], "dataset": row.get("dataset")}
+    if row.get("options"):
+        return [mc(row["id"], row["question"], option_list(row["options"]), row["ground_truth"], media, **meta)]
+    return [plain(row["id"], row["question"], "regression", float(row["ground_truth"]), media, **meta)]
+
+
+# -- grounding ----------------------------------------------------------------------------------
+
+
+def charades_sta(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    start, end = (float(t) for t in row["timestamp"])
+    rid = row.get("id", f"{PurePath(row['video']).stem}/{ctx.line}")
+    question = f'Find the moment in the video that matches: "{str(row["caption"]).strip()}"'
+    meta = {"duration": row.get("duration")}
+    return [plain(rid, question, "temporal_grounding", {"time": [start, end]}, [video(ctx, row["video"])], **meta)]
+
+
+def stvg(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """An HC-STVG v2 style file: one object keyed by video file, boxes `[x, y, w, h]` per frame."""
+    out = []
+    for name, ann in row.items():
+        fps = float(ann["img_num"]) / float(ann["duration"]) if ann.get("duration") else float(ann.get("fps", 1.0))
+        boxes: dict[str, list[float]] = {}
+        for offset, (x, y, w, h) in enumerate(ann["bbox"]):
+            second = (int(ann["st_frame"]) + offset) / fps
+            if abs(second - round(second)) < 0.5 / fps:  # one box per second of the span
+                boxes[f"{round(second):g}"] = [x, y, x + w, y + h]
+        answer = {"time": [float(ann["st_time"]), float(ann["ed_time"])], "boxes": boxes}
+        question = f'Find when and where this happens, and track the person: "{str(ann["caption"]).strip()}"'
+        height, width = ann.get("img_hw", (None, None))
+        out.append(plain(PurePath(name).stem, question, "spatial_temporal_grounding", answer, [video(ctx, name)],
+                         height=height, width=width, category=ann.get("category")))
+    return out
+
+
+# -- streaming ------------------------------------------------------------------------------------
+
+OVO_CATEGORIES = {
+    "backward": ("EPM", "ASI", "HLD"),
+    "realtime": ("STU", "OJR", "ATR", "ACR", "OCR", "FPD"),
+    "forward": ("REC", "SSR", "CRR"),
+}
+_OVO_CATEGORY = {task: cat for cat, tasks in OVO_CATEGORIES.items() for task in tasks}
+
+
+def ovobench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """Backward/real-time rows: one question at `realtime`; forward rows: one probe per `test_info` entry."""
+    task = row["task"]
+    category = _OVO_CATEGORY.get(task)
+    if category is None:
+        raise ValueError(f"unknown OVO-Bench task {task!r}; known: {sorted(_OVO_CATEGORY)}")
+    meta = {"category": category, "task": task}
+    if category != "forward":
+        media = [video(ctx, row["video"], 0.0, row["realtime"])]
+        return [mc(row["id"], row["question"], [str(o) for o in row["options"]], int(row["gt"]), media, **meta)]
+    out = []
+    for i, probe in enumerate(row["test_info"]):
+        media = [video(ctx, row["video"], 0.0, probe["realtime"])]
+        if task == "REC":
+            question = f"How many times has this happened so far: {row.get('activity', row.get('question', ''))}?"
+            out.append(plain(f"{row['id']}/{i}", question, "numerical", int(probe["count"]), media, **meta))
+        else:
+            answer = "yes" if int(probe["type"]) == 1 else "no"
+            out.append(plain(f"{row['id']}/{i}", row["question"], "boolean", answer, media, **meta))
+    return out
+

@@ -1,0 +1,102 @@
+"""Who answers the questions: a model through a rollout engine, or a script (known responses).
+
+A responder `prepare`s one record (media from the cache or decoded live, prompt built with
+`evr1.models.build_prompt`) in a worker thread, and `respond`s to a batch of prepared samples on
+the main thread. A sample whose preparation fails carries the error and is scored 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from evr1.data.records import Record
+from evr1.eval.prompting import PromptMode, prompt_hash, question_text
+
+
+@dataclass
+class Prepared:
+    """One record ready for generation (or the reason it is not)."""
+
+    record: Record
+    text: str  # the rendered prompt (chat text for a model, the question for a script)
+    prompt: Any = None  # evr1.models.Prompt for a model
+    error: str | None = None
+    frame_timestamps: tuple[float, ...] | None = None
+    cache_hits: int = 0
+
+    @property
+    def prompt_hash(self) -> str:
+        return prompt_hash(self.text)
+
+
+class Responder(Protocol):
+    def prepare(self, record: Record) -> Prepared: ...
+
+    def respond(self, batch: Sequence[Prepared]) -> list[str]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class ScriptedResponder:
+    """Answers from a table `{record id: response}` (missing ids get `default`)."""
+
+    responses: Mapping[str, str]
+    mode: PromptMode = "direct"
+    default: str = ""
+    asked: list[str] = field(default_factory=list)
+
+    def prepare(self, record: Record) -> Prepared:
+        return Prepared(record, question_text(record, self.mode))
+
+    def respond(self, batch: Sequence[Prepared]) -> list[str]:
+        self.asked += [p.record.id for p in batch]
+        return [self.responses.get(p.record.id, self.default) for p in batch]
+
+    def describe(self) -> dict[str, Any]:
+        return {"responder": "scripted", "prompt_mode": self.mode}
+
+
+class EngineResponder:
+    """Greedy answers of a rollout engine, with media from a `MediaLoader` (cache or live)."""
+
+    def __init__(self, engine: Any, processor: Any, loader: Any, params: Any, *, mode: PromptMode = "direct",
+                 model: str = "?", max_prompt_tokens: int | None = None) -> None:
+        self.engine, self.processor, self.loader, self.params = engine, processor, loader, params
+        self.mode, self.model, self.max_prompt_tokens = mode, model, max_prompt_tokens
+
+    def prepare(self, record: Record) -> Prepared:
+        from evr1.models import build_prompt, chat_messages
+
+        question = question_text(record, self.mode)
+        try:
+            media = self.loader.load(record)
+            messages = chat_messages(question, [m.kind for m in media])
+            prompt = build_prompt(self.processor, messages, [media_inputs(m) for m in media])
+        except Exception as exc:  # this sample fails (bad video, prompt error); the run goes on
+            return Prepared(record, question, error=f"{type(exc).__name__}: {exc}")
+        stamps = next((m.timestamps for m in media if m.kind == "video"), None)
+        prepared = Prepared(record, prompt.text, prompt, frame_timestamps=stamps, cache_hits=sum(m.cache_hit for m in media))
+        if self.max_prompt_tokens is not None and len(prompt) > self.max_prompt_tokens:
+            prepared.error = f"prompt has {len(prompt)} tokens, over max_prompt_tokens={self.max_prompt_tokens}"
+        return prepared
+
+    def respond(self, batch: Sequence[Prepared]) -> list[str]:
+        results = self.engine.generate([p.prompt for p in batch], self.params)
+        return [r.text for r in sorted(results, key=lambda r: r.prompt_index)]
+
+    def describe(self) -> dict[str, Any]:
+        p = self.params
+        decoding = {"greedy": p.greedy, "temperature": p.temperature, "top_p": p.top_p, "top_k": p.top_k, "max_tokens": p.max_tokens}
+        return {"responder": "engine", "engine": type(self.engine).__name__, "model": self.model, "prompt_mode": self.mode,
+                "decoding": decoding}
+
+
+def media_inputs(media: Any) -> dict[str, Any]:
+    """A `ProcessedMedia` as the processor-output mapping `build_prompt` takes."""
+    if media.kind == "video":
+        return {"pixel_values_videos": media.pixel_values, "video_grid_thw": media.grid_thw,
+                "video_metadata": media.video_metadata()}
+    return {"pixel_values": media.pixel_values, "image_grid_thw": media.grid_thw}

@@ -1,0 +1,186 @@
+"""The evaluation loop: prefetch media, generate, score, stream samples to disk, resume, aggregate.
+
+    result = evaluate_benchmark(bench, records, responder, run_dir, settings, router)
+
+Media and prompts for upcoming samples are prepared in a thread pool while the responder works
+on the current batch. Each scored sample is appended to `<run_dir>/<benchmark>/samples.jsonl`
+(and flushed) as soon as its batch is done; a rerun skips the ids already there, so an
+interrupted run resumes without duplicating or skipping any sample. Failed or unparseable
+samples score 0 and stay in every denominator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from evr1.data.records import Record
+from evr1.errors import Evr1Error
+from evr1.eval.benchmark import Benchmark
+from evr1.eval.responders import Prepared, Responder
+from evr1.problem_types import ProblemType
+from evr1.rewards import RewardInput, RewardRouter, extract_answer
+from evr1.rewards.multiple_choice import choice_letter
+
+logger = logging.getLogger("evr1.eval")
+T = TypeVar("T")
+R = TypeVar("R")
+_END = object()
+
+
+def prefetched(items: Iterable[T], fn: Callable[[T], R], workers: int, ahead: int) -> Iterator[R]:
+    """`fn(item)` for every item, in order, with up to `ahead` calls running in `workers` threads."""
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="evr1-eval-media") as pool:
+        it = iter(items)
+        pending = deque(pool.submit(fn, item) for item in islice(it, max(1, ahead)))
+        while pending:
+            future = pending.popleft()
+            nxt = next(it, _END)
+            if nxt is not _END:
+                pending.append(pool.submit(fn, nxt))
+            yield future.result()
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def settings_id(settings: Mapping[str, Any]) -> str:
+    """A short hash of the settings a sample was produced under (checked on resume)."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def parsed_answer(record: Record, response: str) -> str | None:
+    """What was read from a response: the option letter for multiple choice, else the answer text."""
+    text = extract_answer(response).text
+    if record.problem_type is ProblemType.MULTIPLE_CHOICE:
+        return choice_letter(text, record.options)
+    return text
+
+
+def read_samples(path: Path, sid: str) -> dict[str, dict[str, Any]]:
+    """The samples already written (first one per id); a torn last line (a killed run) is cut off."""
+    if not path.exists():
+        return {}
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    if lines and lines[-1].strip():  # no newline at the end: the last write did not finish
+        logger.warning("%s: dropping an incomplete last line", path)
+        path.write_bytes(b"\n".join(lines[:-1]) + b"\n")
+        lines = lines[:-1]
+    rows: dict[str, dict[str, Any]] = {}
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise Evr1Error(f"{path}:{number}: malformed sample line ({exc.msg}); remove it to resume") from None
+        if row.get("settings_id") != sid:
+            raise Evr1Error(
+                f"{path}:{number}: sample {row.get('id')!r} was made with other settings ({row.get('settings_id')} vs {sid});"
+                " use another output directory or the same settings to resume"
+            )
+        rows.setdefault(row["id"], row)
+    return rows
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    batch_size: int = 4
+    media_workers: int = 2
+    prefetch: int = 8  # samples prepared ahead of the one being generated
+
+
+def _score_batch(batch: Sequence[Prepared], responses: Sequence[str], router: RewardRouter) -> list[tuple[float, dict[str, float], str | None]]:
+    inputs = [
+        RewardInput.from_record(p.record, text, frame_timestamps=p.frame_timestamps)
+        for p, text in zip(batch, responses)
+    ]
+    out = []
+    for output in router.score(inputs):
+        error = output.error or (None if output.applicable else "scorer not applicable to this sample")
+        accuracy = float(output.components.get("accuracy", output.score)) if error is None else 0.0
+        out.append((accuracy, {k: v for k, v in output.components.items() if k != "format"}, error))
+    return out
+
+
+def _row(bench: Benchmark, p: Prepared, response: str | None, scored: tuple[float, dict[str, float], str | None] | None,
+         sid: str) -> dict[str, Any]:
+    score, components, error = scored if scored is not None else (0.0, {}, p.error)
+    parsed = parsed_answer(p.record, response) if response is not None else None
+    return {
+        "id": p.record.id, "benchmark": bench.name, "problem_type": p.record.problem_type.value,
+        "prompt_hash": p.prompt_hash, "response": response, "parsed": parsed, "answer": p.record.answer,
+        "score": score, "components": components, "error": error, "meta": p.record.meta, "settings_id": sid,
+        "cache_hits": p.cache_hits,
+    }
+
+
+def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responder, samples: Path, sid: str,
+                router: RewardRouter, options: RunOptions) -> dict[str, dict[str, Any]]:
+    """Generate and score every record not yet in `samples`; returns all rows by id."""
+    samples.parent.mkdir(parents=True, exist_ok=True)
+    rows = read_samples(samples, sid)
+    todo = [r for r in records if r.id not in rows]
+    with samples.open("a", encoding="utf-8") as out:
+        prepared = prefetched(todo, responder.prepare, options.media_workers, options.prefetch)
+        for batch in batched(prepared, options.batch_size):
+            ready = [p for p in batch if p.error is None]
+            responses = dict(zip((p.record.id for p in ready), responder.respond(ready))) if ready else {}
+            scores = dict(zip(responses, _score_batch(ready, list(responses.values()), router))) if ready else {}
+            for p in batch:
+                row = _row(bench, p, responses.get(p.record.id), scores.get(p.record.id), sid)
+                rows[row["id"]] = row
+                out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            out.flush()
+    return rows
+
+
+def missing_row(bench: Benchmark, record: Record, sid: str) -> dict[str, Any]:
+    return {"id": record.id, "benchmark": bench.name, "score": 0.0, "components": {}, "error": "no sample",
+            "meta": record.meta, "settings_id": sid, "response": None, "parsed": None}
+
+
+def summarize(bench: Benchmark, records: Sequence[Record], rows: Mapping[str, Mapping[str, Any]],
+              settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The results of one benchmark: headline score, metrics, breakdowns, failure counts, settings."""
+    sid = settings_id(settings)
+    ordered = [rows.get(r.id) or missing_row(bench, r, sid) for r in records]
+    result = bench.aggregate(ordered)
+    failed = [r for r in ordered if r.get("error")]
+    return {
+        "benchmark": bench.name, "title": bench.title, "metric": bench.metric, "score": result.score,
+        "metrics": result.metrics,
+        "breakdowns": {k: {label: {"score": s, "n": n} for label, (s, n) in v.items()} for k, v in result.breakdowns.items()},
+        "n": len(ordered), "failed": len(failed),
+        "unparsed": sum(1 for r in ordered if not r.get("error") and r.get("parsed") is None),
+        "errors": [f"{r['id']}: {r['error']}" for r in failed[:10]],
+        "settings": dict(settings),
+    }
+
+
+def evaluate_benchmark(bench: Benchmark, records: Sequence[Record], responder: Responder, run_dir: str | Path,
+                       settings: Mapping[str, Any], router: RewardRouter, options: RunOptions = RunOptions()) -> dict[str, Any]:
+    """Run (or resume) one benchmark in `run_dir/<name>/` and write its `results.json`."""
+    folder = Path(run_dir) / bench.name
+    settings = {**settings, "benchmark": bench.name}
+    rows = run_samples(bench, records, responder, folder / "samples.jsonl", settings_id(settings), router, options)
+    result = summarize(bench, records, rows, settings)
+    (folder / "results.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    return result

@@ -1,0 +1,1 @@
+"""The training loop: Ray actors (rollout, learner, reference, reward) and the driver."""

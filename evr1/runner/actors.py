@@ -1,0 +1,171 @@
+"""The workers of a run. Plain classes: the driver wraps them as Ray actors (`ray.remote`).
+
+- `RolloutWorker` holds the rollout engine and builds prompts (media from the cache).
+- `LearnerWorker` holds one data-parallel shard of the learner; it builds its own prompts, so
+  each record's media are read once per step per worker and reused by every pass.
+- `ReferenceWorker` holds the frozen reference model when KL is on.
+- `RewardWorker` scores responses with the reward router.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from evr1.data.records import Record
+from evr1.experiment import Experiment
+
+
+def _threads(exp: Experiment) -> None:
+    import torch
+
+    torch.set_num_threads(exp.resources.torch_threads)
+
+
+def _prompter(exp: Experiment, processor: Any, root: Path):
+    from evr1.data.loader import MediaLoader
+    from evr1.data.prompting import RecordPrompter
+
+    data = exp.data
+    return RecordPrompter(processor, MediaLoader(data.video, data.image, data.cache, processor, root), data.prompt)
+
+
+def default_engine() -> str:
+    """vLLM on a CUDA machine where it is installed, else the HF engine."""
+    import importlib.util
+
+    import torch
+
+    return "vllm" if torch.cuda.is_available() and importlib.util.find_spec("vllm") else "hf"
+
+
+@dataclass
+class TrainItem:
+    """One response to learn from, as the driver sends it (the worker builds the prompt)."""
+
+    record: Record
+    response_ids: Any  # (R,) int64
+    behaviour_logprobs: Any  # (R,) float32, NaN where unknown
+    advantages: Any  # (R,) float32
+    offline: bool
+    group_id: int
+    ref_logprobs: Any = None
+
+
+class RolloutWorker:
+    """Generates responses for records of a split, and takes new weights from the learner."""
+
+    def __init__(self, exp: Experiment, roots: dict[str, Path]) -> None:
+        from evr1.models import load_processor
+        from evr1.registry import ENGINES
+
+        _threads(exp)
+        self.exp = exp
+        self.processor = load_processor(exp.model)
+        self.engine = ENGINES.get(exp.rollout.engine or default_engine()).from_spec(exp.model, exp.rollout)
+        self.prompters = {split: _prompter(exp, self.processor, root) for split, root in roots.items()}
+
+    def generate(self, split: str, records: Sequence[Record], counts: Sequence[int], params: Any) -> tuple[list[list[Any]], dict]:
+        """`counts[i]` responses for record i (grouped per record) and media statistics."""
+        prompter = self.prompters[split]
+        prompts = prompter.many(records)
+        groups: list[list[Any]] = [[] for _ in records]
+        for count in sorted(set(counts)):
+            chosen = [i for i, c in enumerate(counts) if c == count]
+            results = self.engine.generate([prompts[i] for i in chosen], replace(params, n=count))
+            for result in results:
+                groups[chosen[result.prompt_index]].append(replace(result, prompt_index=chosen[result.prompt_index]))
+        stats = {"media/loaded": prompter.media_loaded, "media/cache_hits": prompter.cache_hits}
+        prompter.forget()
+        prompter.media_loaded = prompter.cache_hits = 0
+        return groups, stats
+
+    def load_weights(self, weights: Any) -> int:
+        self.engine.load_weights(weights)
+        return self.engine.version
+
+
+class RewardWorker:
+    """Scores responses with the experiment's reward router."""
+
+    def __init__(self, exp: Experiment) -> None:
+        from evr1.rewards import RewardRouter
+
+        self.router = RewardRouter(exp.reward)
+
+    def score(self, inputs: Sequence[Any]) -> list[Any]:
+        return self.router.score(inputs)
+
+
+def _samples(prompter: Any, items: Sequence[TrainItem]) -> list[Any]:
+    """Learner `Sample`s for items; each record's prompt (and media) is built once and reused."""
+    from evr1.runner.batching import Sample
+
+    return [
+        Sample(
+            prompt=prompter(item.record),
+            response_ids=item.response_ids,
+            advantages=item.advantages,
+            behaviour_logprobs=item.behaviour_logprobs,
+            offline=item.offline,
+            group_id=item.group_id,
+            ref_logprobs=item.ref_logprobs,
+        )
+        for item in items
+    ]
+
+
+class LearnerWorker:
+    """One data-parallel learner shard (rank `rank` of `world_size`, gloo/NCCL at `address`)."""
+
+    def __init__(self, exp: Experiment, root: Path, rank: int, world_size: int, address: str) -> None:
+        from evr1.models import load_processor
+        from evr1.runner.learner import Learner
+
+        _threads(exp)
+        self.processor = load_processor(exp.model)
+        self.learner = Learner.from_spec(
+            exp.model, exp.algo, exp.optim, exp.trainer, rank=rank, world_size=world_size, address=address
+        )
+        self.prompter = _prompter(exp, self.processor, root)
+
+    def update(self, items: Sequence[TrainItem]) -> dict[str, float]:
+        try:
+            return self.learner.update(_samples(self.prompter, items))
+        finally:
+            self.prompter.forget()
+
+    def weights(self) -> dict[str, Any]:
+        return self.learner.weights()
+
+    def save(self, directory: str) -> None:
+        self.learner.save(directory)
+
+    def load(self, directory: str) -> None:
+        self.learner.load(directory)
+
+    def export(self, directory: str) -> None:
+        self.learner.export_hf(directory, self.processor)
+
+
+class ReferenceWorker:
+    """The frozen initial policy: reference log-probs for the KL term or penalty."""
+
+    def __init__(self, exp: Experiment, root: Path) -> None:
+        from evr1.models import load_processor
+        from evr1.runner.learner import LogprobModel
+
+        _threads(exp)
+        self.model = LogprobModel.from_spec(exp.model, exp.trainer)
+        self.prompter = _prompter(exp, load_processor(exp.model), root)
+
+    def logprobs(self, items: Sequence[TrainItem]) -> list[Any]:
+        import torch
+
+        try:
+            samples = _samples(self.prompter, [replace(i, advantages=torch.zeros(len(i.response_ids))) for i in items])
+            return self.model.compute_logprobs(samples)
+        finally:
+            self.prompter.forget()

@@ -1,0 +1,134 @@
+"""Process groups for data-parallel learners, and the collectives the learner needs.
+
+`init_process_group(rank, world_size, address)` joins a group explicitly (no environment
+variables): gloo on CPU, NCCL on CUDA. Every collective here is called the same number of times,
+in the same order, on every worker whatever its data, so workers whose batches differ (one
+video-only, one image-only, one with no sample at all) never wait on each other forever.
+
+Gradients are summed (not averaged) across workers: the learner's loss is already normalised by
+the global batch (`evr1.algos.aggregation.Normaliser`), so the sum is the whole batch's gradient.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free now on `host` (for a rendezvous address)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def default_backend(device: torch.device | str) -> str:
+    return "nccl" if torch.device(device).type == "cuda" else "gloo"
+
+
+def init_process_group(
+    rank: int, world_size: int, address: str, *, backend: str | None = None, timeout_s: float = 600.0
+) -> None:
+    """Join the default process group of `world_size` workers rendezvousing at `address` ("host:port").
+
+    `backend`: gloo (CPU) or nccl (CUDA; default when CUDA is available). A collective that waits
+    longer than `timeout_s` raises instead of hanging.
+    """
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is outside a world of {world_size} workers")
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"rendezvous address must be 'host:port', got {address!r}")
+    backend = backend or default_backend("cuda" if torch.cuda.is_available() else "cpu")
+    dist.init_process_group(
+        backend=backend,
+        init_method=f"tcp://{address}",
+        rank=rank,
+        world_size=world_size,
+        timeout=timedelta(seconds=timeout_s),
+    )
+
+
+def destroy_process_group() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def world_size() -> int:
+    """Workers in the default group (1 when none is initialised)."""
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
+    """Sum `values` over all workers, in place (a no-op with a single worker)."""
+    if world_size() > 1:
+        dist.all_reduce(values, op=dist.ReduceOp.SUM)
+    return values
+
+
+def all_gather_objects(obj: Any) -> list[Any]:
+    """Every worker's `obj` (picklable), in rank order."""
+    if world_size() == 1:
+        return [obj]
+    gathered: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, obj)
+    return gathered
+
+
+@torch.no_grad()
+def all_reduce_gradients(params: Sequence[torch.nn.Parameter]) -> None:
+    """Sum the gradients of `params` over all workers with ONE all-reduce of a flat float32 buffer.
+
+    A parameter without a gradient on a worker (e.g. the vision tower on a text-only batch)
+    contributes zeros; one that has no gradient on any worker keeps `grad = None`, as it would
+    in a single process over the whole batch (so AdamW leaves it alone).
+    """
+    if world_size() == 1 or not params:
+        return
+    device = params[0].device
+    sizes = [p.numel() for p in params]
+    flat = torch.zeros(sum(sizes) + len(params), dtype=torch.float32, device=device)
+    used = flat[sum(sizes) :]
+    offset = 0
+    for i, (param, size) in enumerate(zip(params, sizes)):
+        if param.grad is not None:
+            flat[offset : offset + size] = param.grad.reshape(-1)
+            used[i] = 1.0
+        offset += size
+    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+    offset = 0
+    for param, size, anywhere in zip(params, sizes, (used > 0).tolist()):
+        param.grad = flat[offset : offset + size].view_as(param).to(param.dtype) if anywhere else None
+        offset += size
+
+
+def all_reduce_max(value: int) -> int:
+    """The largest `value` over all workers."""
+    if world_size() == 1:
+        return value
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    tensor = torch.tensor([value], dtype=torch.int64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return int(tensor.item())
+
+
+def shard_model(model: torch.nn.Module, *, param_dtype: torch.dtype | None = None) -> torch.nn.Module:
+    """Shard `model` with torch FSDP2 (`fully_shard`): each decoder layer, then the whole model.
+
+    Parameters stay float32 (the optimizer's master copy); `param_dtype` (e.g. bfloat16) is the
+    compute dtype; gradients are reduced in float32. FSDP2 averages gradients over workers, so
+    the learner builds its normaliser with `world_size=W`. The vision tower stays in the root
+    unit: all its parameters are gathered whether or not a worker's batch has media.
+    """
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    policy = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
+    for layer in model.model.language_model.layers:
+        fully_shard(layer, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    return model

@@ -1,0 +1,408 @@
+"""The learner: teacher-forced log-probs and policy-gradient updates on `Sample`s (pure torch, no Ray).
+
+`LogprobModel` scores responses under a model in token-budget micro-batches (old-policy and
+reference log-probs). `Learner` adds the update of one training step:
+
+1. old-policy log-probs of the online rows under the weights at the start of the step (offline
+   rows are trained against their behaviour log-probs, see `evr1.algos.offpolicy`);
+2. for each of `epochs x mini_batches` optimizer steps: the global `Normaliser` (counted on
+   every micro-batch of every worker, all-reduced), then forward/backward per micro-batch with
+   the registered policy loss (entropy bonus and KL term as the `AlgoSpec` says);
+3. if any worker saw a non-finite loss, every worker skips the step (counted in the metrics);
+   otherwise gradients are summed over workers in one flat all-reduce, clipped by their global
+   norm (a non-finite norm also skips), and AdamW steps; the schedule advances either way.
+
+Data parallel: each of W workers calls `update` on its own shard, any size and modality. Every
+worker runs the same collectives in the same order whatever its data, so none waits forever.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from evr1.algos.aggregation import Normaliser
+from evr1.algos.entropy import entropy_from_logits
+from evr1.algos.kl import KLController
+from evr1.errors import ConfigError
+from evr1.models.forward import gather_logprobs, response_logits
+from evr1.registry import POLICY_LOSSES
+from evr1.runner import checkpoint, distributed
+from evr1.runner.batching import Sample, micro_batches, mini_batches, stack_rows
+from evr1.runner.learner_stats import StepStats, merge_steps
+from evr1.runner.optim import build_optimizer
+from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
+
+__all__ = ["Learner", "LogprobModel", "Sample"]
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+
+
+def compute_dtype(spec: ModelSpec, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype for `spec` on `device`: bfloat16 where the spec asks for it, None for float32."""
+    from evr1.models.loading import resolve_dtype
+
+    dtype = resolve_dtype(spec, device)
+    if dtype == torch.float16:
+        raise ConfigError("the learner trains in float32 or bfloat16 autocast; model.dtype='float16' is not supported")
+    return None if dtype == torch.float32 else dtype
+
+
+def _pad_id(model: Any) -> int:
+    config = model.config.get_text_config()
+    for value in (config.pad_token_id, config.eos_token_id, 0):
+        if isinstance(value, (list, tuple)):
+            value = value[0] if value else None
+        if value is not None:
+            return int(value)
+    return 0
+
+
+class LogprobModel:
+    """Teacher-forced log-probs of responses under `model`, in micro-batches of `micro_batch_tokens`.
+
+    Used for the old policy (by the `Learner`) and as a reference model (`from_spec`, frozen).
+    `autocast`: the compute dtype (e.g. bfloat16 on a GPU), None for the parameters' dtype.
+    """
+
+    def __init__(
+        self, model: Any, *, micro_batch_tokens: int, pad_id: int | None = None, autocast: torch.dtype | None = None
+    ) -> None:
+        self.model = model
+        self.micro_batch_tokens = micro_batch_tokens
+        self.pad_id = _pad_id(model) if pad_id is None else pad_id
+        self.autocast = autocast
+        self.distributed_passes = False  # FSDP: every worker must run the same number of forward passes
+
+    @classmethod
+    def from_spec(
+        cls, spec: ModelSpec, trainer: TrainerSpec, *, device: str | torch.device | None = None
+    ) -> LogprobModel:
+        """A frozen model (e.g. the KL reference) loaded from `spec`, in `spec`'s dtype."""
+        from evr1.models.loading import load_model
+
+        device = torch.device(device) if device is not None else default_device()
+        model = load_model(spec, device=device)
+        model.requires_grad_(False)
+        return cls(model, micro_batch_tokens=trainer.micro_batch_tokens)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def _autocast(self) -> Any:
+        if self.autocast is None:
+            return nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast)
+
+    def _logits(self, samples: Sequence[Sample]) -> tuple[Tensor, Tensor, Tensor]:
+        prompts = [s.prompt for s in samples]
+        with self._autocast():
+            return response_logits(self.model, prompts, [s.response_ids for s in samples], self.pad_id)
+
+    def _pass_count(self, count: int) -> int:
+        """Forward passes this worker runs: its own count, or the largest over workers under FSDP."""
+        return distributed.all_reduce_max(count) if self.distributed_passes else count
+
+    @torch.no_grad()
+    def compute_logprobs(self, samples: Sequence[Sample]) -> list[Tensor]:
+        """Per-sample log-probs `(R,)` (float32, CPU) of each response under the current weights."""
+        if self.distributed_passes and not samples:
+            raise ValueError("every FSDP worker needs at least one sample to score")
+        training = self.model.training
+        self.model.eval()
+        out: list[Tensor] = [torch.zeros(0)] * len(samples)
+        batches = micro_batches(samples, self.micro_batch_tokens)
+        try:
+            for k in range(self._pass_count(len(batches))):
+                if k >= len(batches):  # an FSDP worker with fewer batches joins the others' passes
+                    self._logits([samples[i] for i in batches[0]])
+                    continue
+                logits, targets, mask = self._logits([samples[i] for i in batches[k]])
+                logprobs = gather_logprobs(logits, targets).masked_fill(~mask, 0.0).cpu()
+                for row, i in enumerate(batches[k]):
+                    out[i] = logprobs[row, : samples[i].response_tokens].clone()
+        finally:
+            self.model.train(training)
+        return out
+
+
+@dataclass
+class _Rows:
+    """The per-token inputs of the loss for one micro-batch, padded to its response width."""
+
+    indices: list[int]
+    old: Tensor
+    advantages: Tensor
+    behaviour: Tensor | None
+    ref: Tensor | None
+    offline: Tensor
+    mask: Tensor
+
+
+class Learner(LogprobModel):
+    """Policy-gradient updates of a Qwen-VL model (see the module docstring for one step's recipe)."""
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        algo: AlgoSpec,
+        optim: OptimSpec,
+        trainer: TrainerSpec,
+        pad_id: int | None = None,
+        autocast: torch.dtype | None = None,
+        sharded: bool = False,
+    ) -> None:
+        super().__init__(model, micro_batch_tokens=trainer.micro_batch_tokens, pad_id=pad_id, autocast=autocast)
+        self.algo, self.optim_spec, self.trainer = algo, optim, trainer
+        self.world_size = distributed.world_size()
+        self.rank = torch.distributed.get_rank() if self.world_size > 1 else 0
+        self.sharded = self.distributed_passes = sharded
+        self.loss_fn = POLICY_LOSSES.get(algo.policy_loss)
+        self.kl_in_loss = algo.kl.enabled and not algo.kl.as_reward_penalty
+        self.kl = KLController(algo.kl) if self.kl_in_loss else None
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        total = trainer.steps * trainer.mini_batches * trainer.epochs
+        self.optimizer, self.scheduler = build_optimizer(self.params, optim, total)
+        self.optimizer_steps = 0
+        self.skipped_steps = 0
+
+    @classmethod
+    def from_spec(  # type: ignore[override]
+        cls,
+        spec: ModelSpec,
+        algo: AlgoSpec,
+        optim: OptimSpec,
+        trainer: TrainerSpec,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        address: str | None = None,
+        device: str | torch.device | None = None,
+        fsdp: bool = False,
+    ) -> Learner:
+        """Load the model of `spec` in float32 (autocast per `spec.dtype`), joining a group of `world_size` workers.
+
+        With `world_size > 1` the default process group is initialised at `address` unless it
+        already is. `fsdp` shards the model with FSDP2 (CUDA only).
+        """
+        from evr1.models.loading import load_model
+
+        device = torch.device(device) if device is not None else default_device()
+        if world_size > 1 and distributed.world_size() == 1:
+            if address is None:
+                raise ConfigError(f"{world_size} learner workers need a rendezvous address ('host:port')")
+            distributed.init_process_group(rank, world_size, address, backend=distributed.default_backend(device))
+        if distributed.world_size() != world_size:
+            raise ConfigError(
+                f"learner expects {world_size} workers but the process group has {distributed.world_size()}"
+            )
+        dtype = compute_dtype(spec, device)
+        model = load_model(spec, device=device, dtype=torch.float32)
+        if fsdp:
+            if device.type != "cuda":
+                raise ConfigError("FSDP sharding needs CUDA; on CPU the learner replicates the model (gloo)")
+            model = distributed.shard_model(model, param_dtype=dtype)
+            dtype = None  # FSDP casts parameters itself
+        return cls(model, algo=algo, optim=optim, trainer=trainer, autocast=dtype, sharded=fsdp)
+
+    # -- one training step ----------------------------------------------------------------
+    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+        """Train on this worker's shard of the step's samples; returns metrics of the global batch."""
+        start = time.perf_counter()
+        self._validate(samples)
+        # offline rows never use old-policy log-probs; under FSDP every worker scores its whole shard
+        scored = [i for i, s in enumerate(samples) if self.sharded or not s.offline]
+        old: list[Tensor] = [torch.zeros(s.response_tokens) for s in samples]
+        for i, logprobs in zip(scored, self.compute_logprobs([samples[i] for i in scored])):
+            old[i] = logprobs
+        filler = (samples[0], old[0]) if samples else None
+        steps = []
+        for _ in range(self.trainer.epochs):
+            for part in mini_batches(samples, self.trainer.mini_batches):
+                steps.append(self._optimizer_step([samples[i] for i in part], [old[i] for i in part], filler))
+        metrics = merge_steps(steps)
+        local = [float(len(samples)), sum(s.response_tokens for s in samples), sum(s.prompt_tokens for s in samples)]
+        totals = distributed.all_reduce_sum(torch.tensor(local, dtype=torch.float64)).tolist()
+        elapsed = time.perf_counter() - start
+        metrics.update(
+            samples=totals[0],
+            response_tokens=totals[1],
+            tokens=totals[1] + totals[2],
+            update_s=elapsed,
+            tokens_per_s=(totals[1] + totals[2]) / max(elapsed, 1e-9),
+        )
+        if self.kl is not None and "kl" in metrics:
+            metrics["kl_coef"] = self.kl.update(metrics["kl"], int(totals[0]))
+        return metrics
+
+    def _validate(self, samples: Sequence[Sample]) -> None:
+        with_ref = sum(s.ref_logprobs is not None for s in samples)
+        if self.kl_in_loss and with_ref < len(samples):
+            raise ConfigError(
+                f"KL is a loss term but {len(samples) - with_ref} of {len(samples)} samples have no ref_logprobs"
+            )
+        if 0 < with_ref < len(samples):
+            raise ValueError(f"ref_logprobs given for {with_ref} of {len(samples)} samples: give all or none")
+        if self.sharded and not samples:
+            raise ValueError("every FSDP worker needs at least one sample per step")
+
+    def _rows(self, samples: Sequence[Sample], indices: list[int], old: Sequence[Tensor]) -> _Rows:
+        chosen = [samples[i] for i in indices]
+        width = max(s.response_tokens for s in chosen)
+        lengths = torch.tensor([s.response_tokens for s in chosen])
+        return _Rows(
+            indices=indices,
+            old=stack_rows([old[i] for i in indices], width),
+            advantages=stack_rows([s.advantages for s in chosen], width),
+            behaviour=stack_rows([s.behaviour_logprobs for s in chosen], width),
+            ref=stack_rows([s.ref_logprobs for s in chosen], width),
+            offline=torch.tensor([s.offline for s in chosen]),
+            mask=torch.arange(width)[None, :] < lengths[:, None],
+        )
+
+    def _normaliser(self, rows: Sequence[_Rows]) -> Normaliser:
+        local = sum((Normaliser.of(r.mask) for r in rows), Normaliser(0.0, 0.0))
+        counts = distributed.all_reduce_sum(torch.tensor([local.tokens, local.sequences], dtype=torch.float64))
+        return Normaliser(float(counts[0]), float(counts[1]), self.world_size if self.sharded else 1)
+
+    def _micro_step(self, samples: Sequence[Sample], rows: _Rows, normaliser: Normaliser) -> tuple[Tensor, dict]:
+        """Forward and loss of one micro-batch (its share of the global loss) and the loss metrics."""
+        logits, targets, mask = self._logits([samples[i] for i in rows.indices])
+        logprobs = gather_logprobs(logits, targets)
+        if self.algo.entropy_coef != 0:
+            entropy = entropy_from_logits(logits)
+        else:
+            with torch.no_grad():
+                entropy = entropy_from_logits(logits.detach())
+        device = logprobs.device
+        optional = {
+            k: v.to(device)
+            for k, v in (("behaviour_logprobs", rows.behaviour), ("ref_logprobs", rows.ref))
+            if v is not None
+        }
+        return self.loss_fn(
+            logprobs, rows.old.to(device), rows.advantages.to(device), mask,
+            spec=self.algo, normaliser=normaliser, offline=rows.offline.to(device), entropy=entropy,
+            kl_coef=self.kl.value if self.kl is not None else None, **optional,
+        )  # fmt: skip
+
+    def _optimizer_step(
+        self, samples: Sequence[Sample], old: Sequence[Tensor], filler: tuple[Sample, Tensor] | None
+    ) -> dict[str, float]:
+        """One optimizer step on this worker's part of a mini-batch; `filler` pads FSDP passes."""
+        self.model.train()
+        rows = [self._rows(samples, idx, old) for idx in micro_batches(samples, self.micro_batch_tokens)]
+        normaliser = self._normaliser(rows)
+        stats = StepStats()
+        for k in range(self._pass_count(len(rows))):
+            dummy = k >= len(rows)  # FSDP: join the other workers' passes with a zero-weight one
+            if dummy:
+                assert filler is not None  # `_validate`: FSDP workers always have a sample
+                part_samples, part = [filler[0]], self._rows([filler[0]], [0], [filler[1]])
+            else:
+                part_samples, part = samples, rows[k]
+            loss, metrics = self._micro_step(part_samples, part, normaliser)
+            if dummy:
+                loss = loss * 0.0
+            elif bool(torch.isfinite(loss)):
+                stats.add(loss, metrics, int(part.mask.sum()))
+            else:
+                stats.finite = False
+                if not self.sharded:  # FSDP runs every backward; the step's gradients are dropped anyway
+                    break
+            if loss.requires_grad:
+                loss.backward()
+        merged = StepStats.merge(distributed.all_gather_objects(stats))
+        lr = self.scheduler.get_last_lr()[0]
+        grad_norm = math.nan
+        if merged.finite:
+            if not self.sharded:
+                distributed.all_reduce_gradients(self.params)
+            limit = self.optim_spec.grad_clip if self.optim_spec.grad_clip is not None else math.inf
+            norm = torch.nn.utils.clip_grad_norm_(self.params, limit)
+            grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)  # a DTensor under FSDP
+        skipped = not (merged.finite and math.isfinite(grad_norm))
+        if not skipped:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self.optimizer_steps += 1
+        self.skipped_steps += skipped
+        return {**merged.summary(), "grad_norm": grad_norm, "lr": lr, "skipped_steps": float(skipped)}
+
+    # -- weights and checkpoints ----------------------------------------------------------
+    def weights(self) -> dict[str, Tensor]:
+        """The full model state dict (gathered from shards under FSDP: call on every worker)."""
+        if not self.sharded:
+            return self.model.state_dict()
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        return get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue training exactly: model, optimizer, scheduler, counters."""
+        if self.sharded:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+            options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+            optimizer = get_optimizer_state_dict(self.model, self.optimizer, options=options)
+        else:
+            optimizer = self.optimizer.state_dict()
+        return {
+            "model": self.weights(),
+            "optimizer": optimizer,
+            "scheduler": self.scheduler.state_dict(),
+            "optimizer_steps": self.optimizer_steps,
+            "skipped_steps": self.skipped_steps,
+            "kl_coef": self.kl.value if self.kl is not None else None,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.sharded:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
+
+            set_state_dict(
+                self.model,
+                self.optimizer,
+                model_state_dict=state["model"],
+                optim_state_dict=state["optimizer"],
+                options=StateDictOptions(full_state_dict=True),
+            )
+        else:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.optimizer_steps = int(state["optimizer_steps"])
+        self.skipped_steps = int(state["skipped_steps"])
+        if self.kl is not None and state.get("kl_coef") is not None:
+            self.kl.value = float(state["kl_coef"])
+
+    def save(self, directory: str) -> None:
+        """Write the learner state into `directory` atomically (call on every worker; rank 0 writes)."""
+        state = self.state_dict()
+        if self.rank == 0:
+            model_state = state.pop("model")
+            optimizer_state = {"optimizer": state.pop("optimizer"), "scheduler": state.pop("scheduler")}
+            checkpoint.save_state(directory, model_state, optimizer_state, state)
+
+    def load(self, directory: str) -> None:
+        """Restore the state written by `save` (every worker reads the same files)."""
+        model_state, optimizer_state, meta = checkpoint.load_state(directory)
+        self.load_state_dict({"model": model_state, **optimizer_state, **meta})
+
+    def export_hf(self, directory: str, processor: Any) -> None:
+        """Save the current model and `processor` as an HF directory (call on every worker; rank 0 writes)."""
+        weights = self.weights()
+        if self.rank == 0:
+            checkpoint.export_hf(self.model, processor, directory, state_dict=weights if self.sharded else None)

@@ -1,0 +1,81 @@
+"""Metrics of the learner's optimizer steps, combined over micro-batches, workers and steps.
+
+The loss functions report this micro-batch's share of the global loss (`loss`, `pg_loss`:
+summed) and means over its valid tokens (weighted by its token count when combined), plus
+`ratio_min`/`ratio_max` (min/max). A step's stats are gathered from every worker, merged, then
+the steps of one `update` are combined: means, except `skipped_steps` (summed), `lr` (the last
+step's), ratio extremes (min/max); non-finite values (a skipped step's) are left out of means.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from torch import Tensor
+
+SUMMED = frozenset({"loss", "pg_loss"})
+EXTREMES = {"ratio_min": min, "ratio_max": max}
+
+
+@dataclass
+class StepStats:
+    """One worker's (or, merged, all workers') statistics of one optimizer step."""
+
+    finite: bool = True
+    sums: dict[str, float] = field(default_factory=dict)
+    weighted: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (sum of value*w, sum of w)
+    extremes: dict[str, float] = field(default_factory=dict)
+
+    def add(self, loss: Tensor, metrics: Mapping[str, Tensor], tokens: int) -> None:
+        """Record one micro-batch: its loss share and metrics, and how many valid tokens it had."""
+        values = {"loss": float(loss.detach()), **{k: float(v) for k, v in metrics.items()}}
+        for name, value in values.items():
+            if name in SUMMED:
+                self.sums[name] = self.sums.get(name, 0.0) + value
+            elif name in EXTREMES:
+                self.extremes[name] = EXTREMES[name](self.extremes.get(name, value), value)
+            else:
+                total, weight = self.weighted.get(name, (0.0, 0.0))
+                self.weighted[name] = (total + value * tokens, weight + tokens)
+
+    @classmethod
+    def merge(cls, parts: Sequence[StepStats]) -> StepStats:
+        out = cls(finite=all(p.finite for p in parts))
+        for part in parts:
+            for name, value in part.sums.items():
+                out.sums[name] = out.sums.get(name, 0.0) + value
+            for name, (total, weight) in part.weighted.items():
+                t, w = out.weighted.get(name, (0.0, 0.0))
+                out.weighted[name] = (t + total, w + weight)
+            for name, value in part.extremes.items():
+                out.extremes[name] = EXTREMES[name](out.extremes.get(name, value), value)
+        return out
+
+    def summary(self) -> dict[str, float]:
+        if not self.finite:
+            return {}
+        means = {name: total / weight for name, (total, weight) in self.weighted.items() if weight > 0}
+        return {**self.sums, **means, **self.extremes}
+
+
+def merge_steps(steps: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """The metrics of one `update` from those of its optimizer steps."""
+    out: dict[str, float] = {"optimizer_steps": float(len(steps))}
+    names = dict.fromkeys(name for step in steps for name in step)
+    for name in names:
+        values = [step[name] for step in steps if name in step]
+        if name == "skipped_steps":
+            out[name] = sum(values)
+        elif name == "lr":
+            out[name] = values[-1]
+        else:
+            finite = [v for v in values if math.isfinite(v)]
+            if not finite:
+                out[name] = math.nan
+            elif name in EXTREMES:
+                out[name] = EXTREMES[name](finite)
+            else:
+                out[name] = sum(finite) / len(finite)
+    return out

@@ -1,0 +1,325 @@
+"""The driver loop. It reads like the algorithm:
+
+    data -> rollout -> (mixer) -> reward -> advantages -> update -> weight sync -> log
+
+Workers run as Ray actors (an embedded local Ray unless `resources.ray_address` is given). Every
+random choice derives from `trainer.seed` and the step number, so a resumed run repeats an
+uninterrupted one exactly (on CPU).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evr1.errors import Evr1Error
+from evr1.experiment import Experiment
+
+CHECKPOINTS = "checkpoints"
+TRAINER_STATE = "trainer.json"
+SAMPLES_FILE = "samples.jsonl"
+
+
+class TrainingError(Evr1Error):
+    """A worker failed; the message names the step and carries the worker's traceback."""
+
+
+def step_seed(seed: int, step: int, salt: int = 0) -> int:
+    """A sampling seed for one step, independent of how many steps ran before in this process."""
+    import numpy as np
+
+    return int(np.random.default_rng([seed, step, salt]).integers(0, 2**62))
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint (its `trainer.json` is written last)."""
+    done = sorted((run_dir / CHECKPOINTS).glob(f"step_*/{TRAINER_STATE}"))
+    return done[-1].parent if done else None
+
+
+class Trainer:
+    """Owns the workers and the loop of one run."""
+
+    def __init__(self, exp: Experiment, run_dir: Path) -> None:
+        from evr1.data.mixers import Trajectory  # noqa: F401  (fail early if torch is missing)
+        from evr1.models import load_processor
+        from evr1.registry import MIXERS, SAMPLERS
+        from evr1.runner.datasets import ensure_synthetic, train_split, val_splits
+
+        self.exp, self.run_dir = exp, Path(run_dir)
+        if exp.data.synth is not None:
+            ensure_synthetic(exp.data.synth)
+        self.train = train_split(exp.data)
+        self.vals = val_splits(exp.data)
+        self.processor = load_processor(exp.model)
+        modalities = [r.modality for r in self.train.records]
+        sampler_name = exp.data.sampler or ("modality" if exp.data.modality_ratio else "uniform")
+        self.sampler = SAMPLERS.get(sampler_name)(modalities, seed=exp.trainer.seed, ratios=exp.data.modality_ratio)
+        self.mixer = MIXERS.get(exp.mixer.name)(exp.mixer, exp.rollout.n) if exp.mixer.name else None
+        tokenizer = self.processor.tokenizer
+        self.stop_token_id = int(tokenizer.convert_tokens_to_ids(tokenizer.eos_token))
+        from evr1.rewards import RewardRouter
+
+        self.router = RewardRouter(exp.reward)  # metrics only; scoring runs in the reward workers
+        self.kl = None  # the KL penalty on rewards is the driver's; a KL loss term is the learner's
+        if exp.algo.kl.enabled and exp.algo.kl.as_reward_penalty:
+            from evr1.algos.kl import KLController
+
+            self.kl = KLController(exp.algo.kl)
+
+    # -- workers ------------------------------------------------------------------------------
+    def start_workers(self) -> None:
+        import ray
+
+        from evr1.runner.actors import LearnerWorker, ReferenceWorker, RewardWorker, RolloutWorker
+        from evr1.runner.distributed import free_port
+
+        res = self.exp.resources
+        cpu = 0.5 if res.num_gpus == 0 else 1
+        roots = {"train": self.train.root, **{v.name: v.root for v in self.vals}}
+        self.rollout = ray.remote(num_cpus=cpu, num_gpus=min(res.num_gpus, 1))(RolloutWorker).remote(self.exp, roots)
+        address = f"127.0.0.1:{free_port()}"
+        self.learners = [
+            ray.remote(num_cpus=cpu, num_gpus=1 if res.num_gpus else 0)(LearnerWorker).remote(
+                self.exp, self.train.root, rank, res.learner_workers, address
+            )
+            for rank in range(res.learner_workers)
+        ]
+        self.reference = (
+            ray.remote(num_cpus=cpu)(ReferenceWorker).remote(self.exp, self.train.root) if self.exp.algo.kl.enabled else None
+        )
+        self.rewarders = [ray.remote(num_cpus=0.25)(RewardWorker).remote(self.exp) for _ in range(res.reward_workers)]
+
+    def _get(self, refs: Any, step: int, what: str) -> Any:
+        import ray
+
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayError as exc:
+            cause = getattr(exc, "traceback_str", None) or "".join(traceback.format_exception(exc))
+            raise TrainingError(f"step {step}: the {what} failed:\n{cause}") from None
+
+    def sync_weights(self, step: int) -> None:
+        weights = self._get([w.weights.remote() for w in self.learners], step, "learner (weights)")[0]  # FSDP: all gather
+        self._get(self.rollout.load_weights.remote(weights), step, "rollout worker (weight sync)")
+
+    # -- one step -----------------------------------------------------------------------------
+    def sampling_params(self, step: int, *, greedy: bool = False) -> Any:
+        from evr1.engines.base import SamplingParams
+
+        return SamplingParams.from_spec(self.exp.rollout, greedy=greedy, seed=step_seed(self.exp.trainer.seed, step))
+
+    def score(self, records: Sequence[Any], texts: Sequence[str], ids: Sequence[str], step: int) -> tuple[list, list]:
+        from evr1.rewards import RewardInput
+
+        inputs = [RewardInput.from_record(r, t, sample_id=i) for r, t, i in zip(records, texts, ids)]
+        shards = [inputs[k :: len(self.rewarders)] for k in range(len(self.rewarders))]
+        scored = self._get([w.score.remote(s) for w, s in zip(self.rewarders, shards)], step, "reward worker")
+        outputs: list[Any] = [None] * len(inputs)
+        for k, shard in enumerate(scored):
+            outputs[k :: len(self.rewarders)] = shard
+        return inputs, outputs
+
+    def step(self, step: int) -> dict[str, float]:
+        import torch
+
+        from evr1.data.mixers import Trajectory
+        from evr1.runner.actors import TrainItem
+        from evr1.runner.advantages import compute_advantages
+        from evr1.runner.timing import PhaseTimer
+
+        exp, timer = self.exp, PhaseTimer()
+        records = [self.train.records[i] for i in self.sampler.sample(exp.trainer.prompts_per_step)]
+        counts = [self.mixer.online_count(r) if self.mixer else exp.rollout.n for r in records]
+        with timer("rollout"):
+            online, media = self._get(
+                self.rollout.generate.remote("train", records, counts, self.sampling_params(step)), step, "rollout worker"
+            )
+        metrics: dict[str, float] = {**media}
+        if self.mixer is not None:
+            groups, mixed = self.mixer.mix(
+                records, online, tokenizer=self.processor.tokenizer, stop_token_id=self.stop_token_id,
+                max_tokens=exp.rollout.max_response_tokens,
+            )
+            metrics.update(mixed)
+        else:
+            groups = [[Trajectory.online(r) for r in g] for g in online]
+        flat = [(g, t) for g, group in enumerate(groups) for t in group]
+        with timer("reward"):
+            inputs, outputs = self.score(
+                [records[g] for g, _ in flat], [t.text for _, t in flat], [f"{records[g].id}#{k}" for k, (g, _) in enumerate(flat)], step
+            )
+        metrics.update(self.router.metrics(inputs, outputs))
+        offline = torch.tensor([t.offline for _, t in flat])
+        if offline.any():
+            scores = torch.tensor([o.score for o in outputs])
+            metrics["reward/offline_score"] = float(scores[offline].mean())
+            if (~offline).any():
+                metrics["reward/online_score"] = float(scores[~offline].mean())
+        items = [TrainItem(records[g], t.token_ids, t.logprobs, None, t.offline, g) for g, t in flat]
+        if self.reference is not None:
+            with timer("reference"):
+                refs = self._get(self.reference.logprobs.remote(items), step, "reference worker")
+            for item, ref in zip(items, refs):
+                item.ref_logprobs = ref
+        with timer("advantage"):
+            advantages, adv_metrics, keep = compute_advantages(
+                exp.algo, items, outputs, self.kl, max_length=exp.rollout.max_response_tokens
+            )
+            metrics.update(adv_metrics)
+        for item, adv in zip(items, advantages):
+            item.advantages = adv
+        items = [item for item, k in zip(items, keep) if k]
+        with timer("update"):
+            shards = [items[k :: len(self.learners)] for k in range(len(self.learners))]
+            results = self._get([w.update.remote(s) for w, s in zip(self.learners, shards)], step, "learner")
+            metrics.update({f"learner/{k}": v for k, v in results[0].items()})
+        if self.kl is not None and "kl/mean" in metrics:
+            metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(items))
+        with timer("sync"):
+            self.sync_weights(step)
+        lengths = torch.tensor([len(t) for _, t in flat], dtype=torch.float32)
+        metrics.update(
+            {
+                "response/length": float(lengths.mean()),
+                "response/stop_frac": sum(t.finish_reason == "stop" for _, t in flat) / len(flat),
+                "tokens/response": float(lengths.sum()),
+            }
+        )
+        metrics.update(timer.metrics())
+        metrics["tokens/per_s"] = metrics["tokens/response"] / max(metrics["timing/step"], 1e-9)
+        self.log_samples(step, inputs, outputs)
+        return metrics
+
+    def log_samples(self, step: int, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        shown = self.exp.trainer.log_samples
+        if not shown:
+            return
+        with (self.run_dir / SAMPLES_FILE).open("a") as f:
+            for inp, out in list(zip(inputs, outputs))[:shown]:
+                row = {"step": step, "id": inp.sample_id, "response": inp.response, "answer": str(inp.answer), "score": out.score}
+                f.write(json.dumps(row) + "\n")
+
+    # -- validation ---------------------------------------------------------------------------
+    def validate(self, step: int) -> dict[str, float]:
+        metrics: dict[str, float] = {}
+        for split in self.vals:
+            records = list(split.records)
+            groups, _ = self._get(
+                self.rollout.generate.remote(split.name, records, [1] * len(records), self.sampling_params(step, greedy=True)),
+                step, f"rollout worker (validation on {split.name})",
+            )
+            texts = [g[0].text for g in groups]
+            inputs, outputs = self.score(records, texts, [r.id for r in records], step)
+            summary = self.router.metrics(inputs, outputs)
+            metrics[f"val/{split.name}/accuracy"] = sum(o.components.get("accuracy", 0.0) for o in outputs) / len(outputs)
+            metrics[f"val/{split.name}/score"] = summary.get("reward/score", 0.0)
+        return metrics
+
+    # -- checkpoints --------------------------------------------------------------------------
+    def save(self, step: int) -> Path:
+        """Checkpoint after `step` steps: learner state, then the trainer state (the completion marker)."""
+        folder = self.run_dir / CHECKPOINTS / f"step_{step:06d}"
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        self._get([w.save.remote(str(folder / "learner")) for w in self.learners], step, "learner (checkpoint)")
+        state = {"step": step, "sampler": self.sampler.state_dict(), "kl_coef": self.kl.value if self.kl else None}
+        tmp = folder / (TRAINER_STATE + ".tmp")
+        tmp.write_text(json.dumps(state))
+        tmp.rename(folder / TRAINER_STATE)
+        return folder
+
+    def restore(self, folder: Path) -> int:
+        state = json.loads((folder / TRAINER_STATE).read_text())
+        self._get([w.load.remote(str(folder / "learner")) for w in self.learners], state["step"], "learner (restore)")
+        self.sampler.load_state_dict(state["sampler"])
+        if self.kl is not None and state["kl_coef"] is not None:
+            self.kl.value = state["kl_coef"]
+        return int(state["step"])
+
+    # -- the loop -----------------------------------------------------------------------------
+    def fit(self, *, resume: bool = False) -> list[dict[str, Any]]:
+        from tqdm import tqdm
+
+        from evr1.runner.metrics import MetricsLogger, read_metrics
+        from evr1.runner.report import write_report
+
+        t = self.exp.trainer
+        self.start_workers()
+        start = 0
+        logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard)
+        if resume:
+            folder = latest_checkpoint(self.run_dir)
+            start = self.restore(folder) if folder is not None else 0
+            logger.truncate_from(start + 1)
+        self.sync_weights(start)
+        if start == 0 and t.val_every:
+            logger.log(0, self.validate(0))
+        bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.exp.name, unit="step")
+        for step in bar:
+            metrics = self.step(step)
+            if t.val_every and (step % t.val_every == 0 or step == t.steps):
+                metrics.update(self.validate(step))
+            logger.log(step, metrics)
+            bar.set_postfix(
+                reward=f"{metrics.get('reward/score', 0):.2f}",
+                acc=f"{_accuracy(metrics):.2f}",
+                s_step=f"{metrics['timing/step']:.1f}",
+            )
+            if t.save_every and step % t.save_every == 0:
+                self.save(step)
+        logger.close()
+        self._get([w.export.remote(str(self.run_dir / "final_model")) for w in self.learners], t.steps, "learner (export)")
+        rows = read_metrics(self.run_dir)
+        write_report(self.run_dir, rows, self.exp.name)
+        return rows
+
+
+def _accuracy(metrics: dict[str, float]) -> float:
+    values = [v for k, v in metrics.items() if k.startswith("reward/") and k.endswith("/accuracy")]
+    return sum(values) / len(values) if values else 0.0
+
+
+def ray_session(resources: Any):
+    """An embedded local Ray (or the cluster at `ray_address`); reuses one already running."""
+    import contextlib
+
+    import ray
+
+    @contextlib.contextmanager
+    def session():
+        if ray.is_initialized():
+            yield
+            return
+        if resources.ray_address:
+            ray.init(address=resources.ray_address, log_to_driver=True)
+        else:
+            ray.init(
+                num_cpus=resources.num_cpus or 2,
+                num_gpus=resources.num_gpus,
+                include_dashboard=False,
+                object_store_memory=resources.object_store_memory_mb * 2**20,
+                log_to_driver=True,
+                configure_logging=False,
+            )
+        try:
+            yield
+        finally:
+            ray.shutdown()
+
+    return session()
+
+
+def train(exp: Experiment, run_dir: Path, *, resume: bool = False) -> list[dict[str, Any]]:
+    """Run (or continue) the experiment in `run_dir`; returns the logged metric rows."""
+    started = time.time()
+    with ray_session(exp.resources):
+        rows = Trainer(exp, run_dir).fit(resume=resume)
+    print(f"done in {time.time() - started:.0f} s; report: {Path(run_dir) / 'report.md'}")
+    return rows

@@ -1,0 +1,72 @@
+"""Token-budget micro-batches, group-preserving mini-batches, and padded per-token rows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evr1.models.prompts import Prompt
+from evr1.runner.batching import Sample, micro_batches, mini_batches, padded_cost, stack_rows
+
+
+def sample(prompt: int, response: int, group: int = 0) -> Sample:
+    return Sample(
+        Prompt(torch.zeros(prompt, dtype=torch.long)),
+        torch.zeros(response, dtype=torch.long),
+        torch.zeros(response),
+        group_id=group,
+    )
+
+
+@pytest.mark.parametrize(
+    ("lengths", "budget", "expected"),
+    [
+        ([(10, 5)], 100, [[0]]),
+        ([(10, 5), (10, 5), (10, 5)], 45, [[0, 1, 2]]),  # 3 x 15 = 45 fits exactly
+        ([(10, 5), (10, 5), (10, 5)], 44, [[0, 1], [2]]),
+        ([(10, 2), (30, 10), (12, 3)], 60, [[1], [2, 0]]),  # longest first; 2 x 15 = 30
+        ([(50, 50)], 10, [[0]]),  # over the budget: alone
+        ([(5, 1), (50, 50), (5, 2)], 20, [[1], [2, 0]]),
+        ([(10, 1), (1, 10)], 40, [[0, 1]]),  # padded width 10 + 10 = 20 per row
+        ([(10, 1), (1, 10)], 39, [[0], [1]]),
+    ],
+)
+def test_micro_batch_table(lengths, budget, expected) -> None:
+    assert micro_batches([sample(p, r) for p, r in lengths], budget) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 60), st.integers(0, 30)), min_size=0, max_size=25),
+    st.integers(1, 300),
+)
+def test_micro_batches_partition_within_budget(lengths, budget) -> None:
+    samples = [sample(p, r) for p, r in lengths]
+    batches = micro_batches(samples, budget)
+    assert sorted(i for b in batches for i in b) == list(range(len(samples)))
+    for batch in batches:
+        assert batch and (len(batch) == 1 or padded_cost([samples[i] for i in batch]) <= budget)
+
+
+def test_mini_batches_follow_group_ids_on_any_shard() -> None:
+    samples = [sample(3, 2, group=g) for g in (0, 0, 1, 1, 2, 2, 5)]
+    assert mini_batches(samples, 1) == [list(range(7))]
+    assert mini_batches(samples, 2) == [[0, 1, 4, 5], [2, 3, 6]]
+    assert mini_batches(samples, 3) == [[0, 1], [2, 3], [4, 5, 6]]
+    assert mini_batches(samples[4:], 3) == [[], [], [0, 1, 2]]  # a worker's shard: same groups, same parts
+    with pytest.raises(ValueError):
+        mini_batches(samples, 0)
+    with pytest.raises(ValueError):
+        micro_batches(samples, 0)
+
+
+def test_stack_rows_pads_and_marks_missing_rows_unknown() -> None:
+    rows = stack_rows([torch.tensor([1.0, 2.0]), None, torch.tensor([3.0])], 3)
+    assert rows[0].tolist() == [1.0, 2.0, 0.0] and rows[2].tolist() == [3.0, 0.0, 0.0]
+    assert all(math.isnan(v) for v in rows[1].tolist())
+    assert stack_rows([None, None], 4) is None
+    assert padded_cost([]) == 0 and padded_cost([sample(10, 1), sample(1, 10)]) == 40

@@ -1,0 +1,54 @@
+"""Two CPU learner workers (spawned processes, gloo on 127.0.0.1) give the update of one worker on the whole batch.
+
+The workers run every scenario of `learner_fixtures.SCENARIOS` once (one spawn for all, to keep
+the test fast): mixed shards with offline rows and two mini-batches, one worker video-only and
+the other image-only, one video-only and the other text-only (no vision gradient there), and one
+worker with no sample at all. A hang fails the test after a timeout instead of blocking.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from evr1.runner.distributed import free_port
+
+from .learner_fixtures import (  # noqa: F401
+    SCENARIOS,
+    TRAINER,
+    learner_for,
+    lprocessor_fixture,
+    lspec_fixture,
+    params_of,
+    run_workers,
+    scenario_samples,
+)
+
+LR = 1e-3
+STEP_ATOL = 2e-2 * LR  # see test_learner: AdamW's first step amplifies float noise in tiny gradients
+TIMEOUT_S = 240
+
+
+@pytest.fixture(scope="module")
+def two_workers(lspec, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dp")
+    run_workers(2, f"127.0.0.1:{free_port()}", lspec.cache_dir, str(out), TIMEOUT_S)
+    return out
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_two_workers_match_one_worker_on_the_whole_batch(scenario, two_workers, lspec, lprocessor) -> None:
+    single = learner_for(lspec, lr=LR, **TRAINER)
+    expected = single.update(scenario_samples(lprocessor, scenario))
+    want = params_of(single)
+    results = [torch.load(two_workers / f"{scenario}-{rank}.pt", weights_only=True) for rank in (0, 1)]
+    for result in results:
+        metrics = result["metrics"]
+        for key in ("loss", "pg_loss", "entropy", "grad_norm", "samples", "tokens", "optimizer_steps"):
+            assert metrics[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-6), key
+        for name, value in result["params"].items():
+            assert torch.allclose(value, want[name], atol=STEP_ATOL), name
+    # the replicas stay identical to each other
+    assert all(torch.equal(results[0]["params"][k], results[1]["params"][k]) for k in want)

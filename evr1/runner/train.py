@@ -57,6 +57,8 @@ class Trainer:
         self.train = train_split(exp.data)
         self.vals = val_splits(exp.data)
         self.processor = load_processor(exp.model)
+        if exp.data.cache.path is not None and exp.data.cache.mode != "bypass":
+            self.build_cache()
         modalities = [r.modality for r in self.train.records]
         sampler_name = exp.data.sampler or ("modality" if exp.data.modality_ratio else "uniform")
         self.sampler = SAMPLERS.get(sampler_name)(modalities, seed=exp.trainer.seed, ratios=exp.data.modality_ratio)
@@ -71,6 +73,19 @@ class Trainer:
             from evr1.algos.kl import KLController
 
             self.kl = KLController(exp.algo.kl)
+
+    def build_cache(self) -> None:
+        """Prepare every media file of the run into the tensor cache (entries present are skipped)."""
+        from evr1.data.cache_build import build_cache
+
+        data = self.exp.data
+        for split in (self.train, *self.vals):
+            report = build_cache(
+                split.records, video=data.video, image=data.image, cache=data.cache, processor=self.processor,
+                data_root=split.root, progress=False,
+            )
+            failed = f", {report.failed} failed (see {report.failures_path})" if report.failed else ""
+            print(f"cache {split.name}: {report.built} built, {report.skipped} already there{failed}")
 
     # -- workers ------------------------------------------------------------------------------
     def start_workers(self) -> None:

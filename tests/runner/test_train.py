@@ -1,0 +1,120 @@
+"""The training loop end to end: real Ray, real tiny models, real synthetic videos, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evr1.runner.metrics import read_metrics
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
+ROOT = Path(__file__).resolve().parents[2]
+EVR1 = str(Path(sys.executable).parent / "evr1")
+VOLATILE = ("time", "timing/", "tokens/per_s", "learner/update_s", "learner/tokens_per_s")
+
+
+def settings(tmp: Path, models: Path, **extra: str) -> list[str]:
+    """`--set` items for a small, fast run whose data and cache live under `tmp`."""
+    data = tmp / "data"
+    values = {
+        "model.cache_dir": f"'{models}'",
+        "data.synth.out": f"'{data}'",
+        "data.synth.n_train": "16",
+        "data.synth.n_val": "4",
+        "data.train": f"('{data}/train.jsonl',)",
+        "data.val": f"('{data}/val.jsonl',)",
+        "data.cache.path": f"'{tmp}/cache.lmdb'",
+        "trainer.prompts_per_step": "2",
+        "trainer.val_every": "2",
+        "rollout.n": "4",
+        "data.synth.blank_control": "False",
+        "resources.num_cpus": "2",
+        **extra,
+    }
+    return [item for k, v in values.items() for item in ("--set", f"{k}={v}")]
+
+
+def run(*args: str, timeout: int = 400) -> subprocess.CompletedProcess:
+    return subprocess.run([EVR1, "run", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def stable(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if not k.startswith(VOLATILE)} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.mark.parametrize("family", ["qwen2-vl", "qwen2.5-vl", "qwen3-vl"])
+def test_three_steps_per_family(tmp_path: Path, models: Path, family: str) -> None:
+    out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models, **{"model.name": f"tiny-{family}"}))
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = read_metrics(tmp_path / "run")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]  # step 0: validation before training
+    for row in rows[1:]:
+        assert row["learner/optimizer_steps"] == 1.0 and row["learner/skipped_steps"] == 0.0
+        assert row["mixer/offline_share"] == pytest.approx(1 / 4)
+        assert row["reward/offline_score"] == 1.0  # the curated answers are right
+        assert 0.0 <= row["reward/score"] <= 1.0
+    assert "val/data/val/accuracy" in rows[-1]
+    assert (tmp_path / "run" / "report.md").is_file() and (tmp_path / "run" / "curves.png").stat().st_size > 1000
+    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert {s["step"] for s in samples} == {1, 2, 3}
+
+    from transformers import AutoModelForImageTextToText
+
+    from evr1.models import load_processor
+    from evr1.specs import ModelSpec
+
+    exported = tmp_path / "run" / "final_model"
+    model = AutoModelForImageTextToText.from_pretrained(exported)
+    processor = load_processor(ModelSpec(name=str(exported)))
+    ids = processor.tokenizer("hello", return_tensors="pt")["input_ids"]
+    assert model.generate(ids, max_new_tokens=3, do_sample=False).shape[1] == ids.shape[1] + 3
+
+
+def test_resume_after_kill_repeats_the_uninterrupted_run(tmp_path: Path, models: Path) -> None:
+    common = settings(tmp_path, models, **{"trainer.steps": "6", "trainer.save_every": "2", "trainer.val_every": "3"})
+    whole = run("quickstart", "--run-dir", str(tmp_path / "whole"), *common)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+
+    target = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [EVR1, "run", "quickstart", "--run-dir", str(target), *common],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.time() + 300
+    while not (target / "checkpoints" / "step_000002" / "trainer.json").exists():
+        assert proc.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver, its local Ray and every worker
+    proc.wait()
+    assert not (target / "final_model").exists()
+
+    resumed = run("--resume", str(target))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert stable(read_metrics(target)) == stable(read_metrics(tmp_path / "whole"))
+
+
+def test_a_failing_worker_names_the_step(tmp_path: Path, models: Path) -> None:
+    from evr1.runner.datasets import ensure_synthetic
+    from evr1.specs import SynthSpec
+
+    data = tmp_path / "data"
+    ensure_synthetic(SynthSpec(out=str(data), n_train=16, n_val=4))
+    for video in (data / "media" / "train").glob("*.mp4"):
+        video.write_bytes(b"not a video")
+    out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models))
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "error: step 1: the rollout worker failed" in out.stderr
+    assert "train" in out.stderr and ".mp4" in out.stderr

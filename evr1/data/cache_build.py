@@ -1,0 +1,214 @@
+"""Building the cache: every media file of a dataset prepared once, in parallel worker processes.
+
+Workers decode, sample, resize and lay out pixels (and encode the entry); the calling process is
+the only writer. Entries already present are skipped, so an interrupted build resumes where it
+stopped. A media file that cannot be prepared (missing, empty, corrupt, unsupported codec, one
+frame, ...) never stops the build: each record that uses it gets a line in the failure report
+(JSONL: `record`, `file`, `kind`, `reason`, `detail`).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from collections.abc import Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evr1.data.cache import TensorCache, encode_entry, source_identity
+from evr1.data.decode import check_file
+from evr1.data.loader import MediaLoader
+from evr1.data.media import MediaError
+from evr1.data.records import MediaRef, Record
+from evr1.specs import CacheSpec, ImageSpec, VideoSpec
+
+
+@dataclass
+class _Task:
+    key: bytes
+    ref: MediaRef
+    source: dict[str, Any]
+    records: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BuildReport:
+    """What a build did; `failures` lists one dict per (record, media file) that could not be cached."""
+
+    media: int = 0
+    built: int = 0
+    skipped: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures_path: str | None = None
+
+
+def _entry(loader: MediaLoader, task: _Task) -> bytes:
+    """Prepare one media file and encode its cache entry (runs in a worker)."""
+    import torch
+
+    prepared = loader.prepare(task.ref)
+    if source_identity(task.ref.path, check_file(loader.source(task.ref))) != task.source:
+        raise MediaError(task.ref.path, "changed", "file changed while the cache was being built")
+    mod = loader.modalities[task.ref.kind]
+    if loader.cache_spec.storage == "uint8":
+        tensor = prepared.patches.data
+        extra = {"temporal_patch_size": prepared.patches.temporal_patch_size}
+    else:
+        tensor = mod.normaliser.apply(prepared.patches).to(torch.bfloat16)
+        extra = {}
+    header = {
+        "dtype": str(tensor.dtype).removeprefix("torch."),
+        "shape": list(tensor.shape),
+        "out_shape": list(prepared.patches.out_shape),
+        **extra,
+        "info": prepared.info.to_json(),
+        "source": {**task.source, "root": str(loader.data_root.resolve())},
+        "clip": [task.ref.start, task.ref.end],
+        "spec": mod.spec.model_dump(mode="json"),
+        "processor": mod.identity,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    raw = tensor.contiguous().view(-1).view(torch.uint8).numpy()
+    return encode_entry(header, memoryview(raw))
+
+
+_WORKER_LOADER: MediaLoader | None = None
+
+
+def _init_worker(loader: MediaLoader) -> None:
+    import torch
+
+    global _WORKER_LOADER
+    torch.set_num_threads(1)
+    _WORKER_LOADER = loader
+
+
+def _work(task: _Task) -> tuple[str, Any]:
+    try:
+        return "ok", _entry(_WORKER_LOADER, task)
+    except MediaError as exc:
+        return "fail", (exc.reason, exc.detail)
+    except Exception as exc:  # noqa: BLE001 - a bad file must never stop the build; reported, not dropped
+        return "fail", ("error", f"{type(exc).__name__}: {exc}")
+
+
+def plan(records: Iterable[Record], loader: MediaLoader, cache: TensorCache) -> tuple[list[_Task], int, list[dict]]:
+    """The media to build (one task per distinct entry), the count already cached, and early failures."""
+    tasks: dict[bytes, _Task] = {}
+    present: set[bytes] = set()
+    failures: list[dict] = []
+    for record in records:
+        for ref in record.media:
+            try:
+                stat = check_file(loader.source(ref))
+            except MediaError as exc:
+                failures.append(_failure(record.id, ref, exc.reason, exc.detail))
+                continue
+            key = loader.key(ref, stat)
+            if key in present or (cache.exists() and key in cache):
+                present.add(key)
+                continue
+            task = tasks.setdefault(key, _Task(key, ref, source_identity(ref.path, stat)))
+            task.records.append(record.id)
+    return list(tasks.values()), len(present), failures
+
+
+def _failure(record_id: str, ref: MediaRef, reason: str, detail: str) -> dict[str, Any]:
+    return {"record": record_id, "file": ref.path, "kind": ref.kind, "reason": reason, "detail": detail}
+
+
+def build_cache(
+    records: Iterable[Record], *, video: VideoSpec, image: ImageSpec, cache: CacheSpec, processor: Any,
+    data_root: str | Path, workers: int = 1, failures_path: str | Path | None = None, progress: bool = True,
+) -> BuildReport:
+    """Prepare every media file of `records` into the cache at `cache.path`; see the module doc."""
+    from tqdm import tqdm
+
+    if cache.path is None:
+        from evr1.errors import ConfigError
+
+        raise ConfigError("the cache has no path: set data.cache.path (or pass --cache)")
+    started = time.perf_counter()
+    loader = MediaLoader(video, image, cache.model_copy(update={"mode": "bypass"}), processor, data_root)
+    store = TensorCache(cache.path, write=True, map_size_gb=cache.map_size_gb)
+    tasks, skipped, failures = plan(records, loader, store)
+    early = len({(f["file"], f["reason"]) for f in failures})
+    report = BuildReport(media=len(tasks) + skipped + early, skipped=skipped)
+    bar = tqdm(total=report.media, initial=skipped + early, unit="media", desc="cache build", disable=not progress, dynamic_ncols=True)
+    try:
+        for task, (status, value) in _run(tasks, loader, workers):
+            if status == "ok":
+                store.put(task.key, value)
+                report.built += 1
+            else:
+                failures.extend(_failure(r, task.ref, *value) for r in task.records)
+            bar.update(1)
+    finally:
+        bar.close()
+    report.failures = failures
+    report.failed = len({(f["file"], f["reason"]) for f in failures})
+    report.seconds = time.perf_counter() - started
+    report.failures_path = str(_write_failures(failures, failures_path or Path(cache.path) / "failures.jsonl"))
+    store.log_build(datetime.now(UTC).isoformat(timespec="microseconds"), {
+        "video": video.model_dump(mode="json"), "image": image.model_dump(mode="json"),
+        "processor": {k: m.identity for k, m in loader.modalities.items()}, "storage": cache.storage,
+        "data_root": str(Path(data_root).resolve()),
+        **{k: v for k, v in asdict(report).items() if k != "failures"},
+    })
+    store.close()
+    return report
+
+
+def _write_failures(failures: list[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for item in failures:
+            f.write(json.dumps(item, ensure_ascii=False) + "\n")
+    return path
+
+
+def _run(tasks: list[_Task], loader: MediaLoader, workers: int, work=_work):
+    """Yield `(task, result)` as workers finish; `workers=0` runs in this process.
+
+    A worker process that dies (a decoder crash) breaks its pool: the tasks it had in flight are
+    then run again one at a time, so the crash is reported against the file that caused it.
+    """
+    if workers <= 0:
+        global _WORKER_LOADER
+        _WORKER_LOADER = loader
+        for task in tasks:
+            yield task, work(task)
+        return
+    pending = list(reversed(tasks))
+    while pending:
+        for suspect in (yield from _pool(loader, workers, pending, work)):
+            lost = yield from _pool(loader, 1, [suspect], work)
+            for task in lost:
+                yield task, ("fail", ("worker_crashed", "the worker process died while preparing this file"))
+
+
+def _pool(loader: MediaLoader, workers: int, pending: list[_Task], work):
+    """Run `pending` (consumed from the end) in a fresh pool; returns the tasks lost if a worker died."""
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(loader,)) as pool:
+        running: dict[Future, _Task] = {}
+        try:
+            while pending or running:
+                while pending and len(running) < 2 * workers:
+                    task = pending.pop()
+                    running[pool.submit(work, task)] = task
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    result = future.result()  # raises BrokenProcessPool with the task still in `running`
+                    yield running.pop(future), result
+        except BrokenProcessPool:
+            return list(running.values())
+    return []

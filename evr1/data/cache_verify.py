@@ -1,0 +1,67 @@
+"""`evr1 cache verify`: re-hash a sample of entries, check their sources, optionally re-decode them."""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evr1.data.cache import CacheError, TensorCache, digest
+from evr1.data.media import Geometry, MediaError
+
+
+@dataclass
+class VerifyResult:
+    entries: int = 0
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)  # entries whose bytes are wrong: the cache is damaged
+    stale: list[str] = field(default_factory=list)  # entries whose source changed or vanished: never hit again
+
+
+def verify_cache(path: str | Path, sample: int = 64, decode: bool = False, seed: int = 0) -> VerifyResult:
+    """Check `sample` random entries (all when 0): header, length, digest, source file, and (with
+    `decode`) that preparing the source again gives the same bytes."""
+    store = TensorCache(path)
+    keys = store.keys()
+    chosen = keys if sample <= 0 or sample >= len(keys) else random.Random(seed).sample(keys, sample)
+    result = VerifyResult(entries=len(keys), checked=len(chosen))
+    for key in chosen:
+        name = key.decode()[:16]
+        try:
+            with store.read(key) as entry:
+                header, payload = entry
+                if digest(payload) != header["digest"]:
+                    result.problems.append(f"{name}: bytes do not match their digest")
+                    continue
+                source = header["source"]
+                where = f"{name} ({source['path']})"
+                file = Path(source["root"]) / source["path"]
+                try:
+                    stat = os.stat(file)
+                except OSError:
+                    result.stale.append(f"{where}: source file is gone")
+                    continue
+                if (stat.st_size, stat.st_mtime_ns) != (source["size"], source["mtime_ns"]):
+                    result.stale.append(f"{where}: source file changed since the entry was built")
+                    continue
+                if decode and header["dtype"] == "uint8":
+                    fresh = _prepare_again(header, file)
+                    if fresh != bytes(payload):
+                        result.problems.append(f"{where}: preparing the source again gives different bytes")
+        except (CacheError, KeyError, ValueError, MediaError) as exc:
+            result.problems.append(f"{name}: unreadable entry: {exc}")
+    return result
+
+
+def _prepare_again(header: dict, file: Path) -> bytes:
+    from evr1.data.live import prepare_image, prepare_video
+    from evr1.specs import ImageSpec, VideoSpec
+
+    geometry = Geometry(**header["processor"]["geometry"])
+    if header["info"]["kind"] == "video":
+        start, end = header["clip"]
+        prepared = prepare_video(file, VideoSpec(**header["spec"]), geometry, start, end)
+    else:
+        prepared = prepare_image(file, ImageSpec(**header["spec"]), geometry)
+    return prepared.patches.data.numpy().tobytes()

@@ -1,0 +1,108 @@
+"""The live path: decode, sample, resize and lay out one video or image as uint8 patches.
+
+Videos are resized as qwen-vl-utils `fetch_video` resizes them (torchvision's tensor `resize`,
+float interpolation then clamp and round to uint8); images as the HF image processor resizes
+them (torchvision v2 `resize` on uint8). Both keep the processor's interpolation (bicubic, with
+antialiasing, for every Qwen-VL family).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from evr1.data.decode import probe_video, read_frames, read_image
+from evr1.data.media import FramePlan, Geometry, image_size, plan_frames
+from evr1.data.patches import Patches, image_patches, video_patches
+from evr1.specs import ImageSpec, VideoSpec
+
+_RESIZE_BATCH = 8  # frames resized at once (bounds the float copy of full-size frames)
+
+
+@dataclass(frozen=True)
+class MediaInfo:
+    """Everything about a prepared video or image except its pixels (stored in a cache entry's header)."""
+
+    kind: Literal["video", "image"]
+    grid_thw: tuple[int, int, int]
+    height: int
+    width: int
+    frame_indices: tuple[int, ...] = ()
+    timestamps: tuple[float, ...] = ()  # seconds into the source video, per sampled frame
+    video_fps: float | None = None
+    sample_fps: float | None = None
+    total_frames: int | None = None  # frames of the clip the sample was taken from
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MediaInfo:
+        tuples = {k: tuple(data[k]) for k in ("grid_thw", "frame_indices", "timestamps")}
+        return cls(**{**data, **tuples})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    patches: Patches
+    info: MediaInfo
+
+
+def _interpolation(geometry: Geometry):
+    from torchvision.transforms import InterpolationMode
+
+    return InterpolationMode(geometry.resample)
+
+
+def resize_frames(frames: torch.Tensor, height: int, width: int, geometry: Geometry) -> torch.Tensor:
+    """uint8 `(T, C, H, W)` frames resized as qwen-vl-utils resizes them."""
+    from torchvision.transforms import functional as F
+
+    mode = _interpolation(geometry)
+    return torch.cat([
+        F.resize(frames[i : i + _RESIZE_BATCH], [height, width], interpolation=mode, antialias=True)
+        for i in range(0, frames.shape[0], _RESIZE_BATCH)
+    ])
+
+
+def resize_image(image: torch.Tensor, height: int, width: int, geometry: Geometry) -> torch.Tensor:
+    """A uint8 `(C, H, W)` image resized as the HF image processor resizes it."""
+    from torchvision.transforms.v2 import functional as F2
+
+    return F2.resize(image, [height, width], interpolation=_interpolation(geometry), antialias=True)
+
+
+def video_frames(
+    path: str | Path, spec: VideoSpec, geometry: Geometry, start: float | None = None, end: float | None = None
+) -> tuple[torch.Tensor, FramePlan]:
+    """The sampled frames of a video (or of the clip `[start, end]` seconds), resized: uint8 `(T, C, H, W)`."""
+    info = probe_video(path, spec.decoder)
+    plan = plan_frames(
+        str(path), spec, geometry, total_frames=info.total_frames, video_fps=info.fps,
+        height=info.height, width=info.width, start=start, end=end,
+    )
+    frames = torch.from_numpy(read_frames(path, plan.indices, spec.decoder)).permute(0, 3, 1, 2)
+    return resize_frames(frames, plan.height, plan.width, geometry), plan
+
+
+def prepare_video(
+    path: str | Path, spec: VideoSpec, geometry: Geometry, start: float | None = None, end: float | None = None
+) -> Prepared:
+    """Decode, sample and resize a video (optionally the clip `[start, end]` seconds) into uint8 patches."""
+    frames, plan = video_frames(path, spec, geometry, start, end)
+    patches = video_patches(frames, geometry)
+    return Prepared(patches, MediaInfo(
+        "video", patches.grid_thw, plan.height, plan.width, plan.indices, plan.timestamps,
+        plan.video_fps, plan.sample_fps, plan.total_frames,
+    ))
+
+
+def prepare_image(path: str | Path, spec: ImageSpec, geometry: Geometry) -> Prepared:
+    """Read and resize an image into uint8 patches."""
+    pixels = torch.from_numpy(read_image(path)).permute(2, 0, 1)
+    height, width = image_size(str(path), spec, geometry, pixels.shape[1], pixels.shape[2])
+    patches = image_patches(resize_image(pixels, height, width, geometry), geometry)
+    return Prepared(patches, MediaInfo("image", patches.grid_thw, height, width))

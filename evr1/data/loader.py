@@ -1,0 +1,191 @@
+"""`MediaLoader`: a record's media as model-ready tensors, from the cache or decoded live.
+
+    loader = MediaLoader(data.video, data.image, data.cache, processor, data.data_root)
+    for media in loader.load(record): media.pixel_values, media.grid_thw, media.timestamps, ...
+
+`processor` is an HF Qwen-VL processor (its `video_processor` and `image_processor` are used) or a
+`FamilyProcessors` pair. Modes (`CacheSpec.mode`): `prefer` reads the cache and decodes live on a
+miss, `only` makes a miss an error naming the record, `bypass` always decodes live.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from evr1.data.cache import CacheError, TensorCache, entry_key, processor_identity, source_identity
+from evr1.data.decode import check_file
+from evr1.data.live import MediaInfo, Prepared, prepare_image, prepare_video
+from evr1.data.media import Geometry
+from evr1.data.patches import Normaliser, OutputPool, Patches, from_buffer
+from evr1.data.records import MediaRef, Record
+from evr1.errors import ConfigError, Evr1Error
+from evr1.specs import CacheSpec, ImageSpec, VideoSpec
+
+_log = logging.getLogger(__name__)
+
+
+class CacheMissError(Evr1Error):
+    """`only` mode and no cache entry for a record's media."""
+
+
+@dataclass
+class ProcessedMedia:
+    """One video or image as the model receives it."""
+
+    kind: Literal["video", "image"]
+    path: str  # as in the record, relative to the data root
+    pixel_values: torch.Tensor  # (seq, C * temporal_patch * patch * patch) float32
+    grid_thw: torch.Tensor  # (1, 3) int64
+    info: MediaInfo
+    cache_hit: bool
+
+    @property
+    def timestamps(self) -> tuple[float, ...]:
+        return self.info.timestamps
+
+    @property
+    def second_per_grid_t(self) -> float | None:
+        """Seconds covered by one temporal patch (Qwen2.5-VL's `second_per_grid_ts`)."""
+        if self.kind != "video" or not self.info.sample_fps:
+            return None
+        per_patch = -(-len(self.info.frame_indices) // self.info.grid_thw[0])
+        return per_patch / self.info.sample_fps
+
+    def video_metadata(self) -> dict[str, Any]:
+        """The `video_metadata` HF processors take (Qwen3-VL prompt timestamps come from it)."""
+        return {"fps": self.info.video_fps, "frames_indices": list(self.info.frame_indices), "total_num_frames": self.info.total_frames}
+
+
+@dataclass(frozen=True)
+class FamilyProcessors:
+    """A video and an image processor (what an HF `ProcessorMixin` holds)."""
+
+    video_processor: Any
+    image_processor: Any
+
+
+def family_processors(family: str) -> FamilyProcessors:
+    """The HF default processors of a Qwen-VL family (no download): qwen2-vl, qwen2.5-vl, qwen3-vl."""
+    from transformers import Qwen2VLImageProcessor, Qwen2VLVideoProcessor, Qwen3VLVideoProcessor
+
+    if family in ("qwen2-vl", "qwen2.5-vl"):
+        return FamilyProcessors(Qwen2VLVideoProcessor(), Qwen2VLImageProcessor())
+    if family == "qwen3-vl":
+        image = Qwen2VLImageProcessor(patch_size=16, image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+        return FamilyProcessors(Qwen3VLVideoProcessor(), image)
+    raise ConfigError(f"unknown model family {family!r}; known: qwen2-vl, qwen2.5-vl, qwen3-vl")
+
+
+@dataclass
+class _Modality:
+    """What one modality needs: its spec, geometry, arithmetic and key parts."""
+
+    spec: VideoSpec | ImageSpec
+    geometry: Geometry
+    normaliser: Normaliser
+    identity: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, spec: VideoSpec | ImageSpec, processor: Any) -> _Modality:
+        return cls(spec, Geometry.of(processor), Normaliser.of(processor), processor_identity(processor))
+
+
+class MediaLoader:
+    """Reads prepared media from the LMDB cache or prepares them live, per `CacheSpec.mode`."""
+
+    def __init__(
+        self, video: VideoSpec, image: ImageSpec, cache: CacheSpec, processor: Any, data_root: str | Path | None = None,
+        *, pool_buffers: int = 8,
+    ) -> None:
+        self.cache_spec = cache
+        self.data_root = Path(data_root) if data_root is not None else Path.cwd()
+        self.modalities = {
+            "video": _Modality.of(video, getattr(processor, "video_processor", None) or processor),
+            "image": _Modality.of(image, getattr(processor, "image_processor", None) or processor),
+        }
+        if video.decoder != "pyav":
+            raise ConfigError(f"data.video.decoder {video.decoder!r} is not available in this build; use 'pyav'")
+        if cache.mode == "only" and cache.path is None:
+            raise ConfigError("data.cache.mode is 'only' but data.cache.path is not set")
+        use_cache = cache.mode != "bypass" and cache.path is not None
+        self.cache = TensorCache(cache.path, map_size_gb=cache.map_size_gb) if use_cache else None
+        self._warned = False
+        self.pool = OutputPool(pool_buffers)  # outputs reuse memory that no tensor uses any more
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def source(self, ref: MediaRef) -> Path:
+        return self.data_root / ref.path
+
+    def key(self, ref: MediaRef, stat: os.stat_result | None = None) -> bytes:
+        """The cache key of `ref` under this loader's settings (stats the file unless `stat` is given)."""
+        mod = self.modalities[ref.kind]
+        stat = stat if stat is not None else check_file(self.source(ref))
+        return entry_key(
+            ref.kind, source_identity(ref.path, stat), (ref.start, ref.end), mod.spec.model_dump(mode="json"),
+            mod.identity, self.cache_spec.storage,
+        )
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def load(self, record: Record) -> list[ProcessedMedia]:
+        """Every media item of `record`, in order."""
+        return [self.load_media(ref, record.id) for ref in record.media]
+
+    def load_media(self, ref: MediaRef, record_id: str = "?", out: torch.Tensor | None = None) -> ProcessedMedia:
+        """One media item; `out` (float32, the output's shape) is filled when given, else pooled memory."""
+        if self.cache is not None:
+            hit = self._read(ref, out)
+            if hit is not None:
+                return hit
+            if self.cache_spec.mode == "only":
+                raise CacheMissError(
+                    f"record {record_id!r}: no cache entry for {ref.kind} {ref.path!r} under the current settings "
+                    f"(cache {self.cache_spec.path}, mode 'only'); rebuild with `evr1 cache build`"
+                )
+        prepared = self.prepare(ref)
+        mod = self.modalities[ref.kind]
+        out = out if out is not None else self.pool.empty(prepared.patches.out_shape)
+        return self._result(ref, prepared.info, mod.normaliser.apply(prepared.patches, out), cache_hit=False)
+
+    def prepare(self, ref: MediaRef) -> Prepared:
+        """Decode, sample and resize live into uint8 patches."""
+        mod, path = self.modalities[ref.kind], self.source(ref)
+        if ref.kind == "video":
+            return prepare_video(path, mod.spec, mod.geometry, ref.start, ref.end)
+        return prepare_image(path, mod.spec, mod.geometry)
+
+    def _read(self, ref: MediaRef, out: torch.Tensor | None) -> ProcessedMedia | None:
+        mod, key = self.modalities[ref.kind], self.key(ref)
+        try:
+            with self.cache.read(key) as entry:
+                if entry is None:
+                    return None
+                header, payload = entry
+                info = MediaInfo.from_json(header["info"])
+                data = from_buffer(payload, tuple(header["shape"]), header["dtype"])
+                out = out if out is not None else self.pool.empty(tuple(header["out_shape"]))
+                if header["dtype"] == "uint8":
+                    patches = Patches(data, info.grid_thw, header["temporal_patch_size"])
+                    values = mod.normaliser.apply(patches, out)
+                else:
+                    values = out.copy_(data)
+        except CacheError as exc:
+            if self.cache_spec.mode == "only":
+                raise
+            if not self._warned:  # prefer: no cache yet (or an unreadable entry) means live
+                _log.warning("reading %s live: %s", ref.path, exc)
+                self._warned = True
+            return None
+        return self._result(ref, info, values, cache_hit=True)
+
+    @staticmethod
+    def _result(ref: MediaRef, info: MediaInfo, values: torch.Tensor, cache_hit: bool) -> ProcessedMedia:
+        grid = torch.tensor([info.grid_thw], dtype=torch.long)
+        return ProcessedMedia(ref.kind, ref.path, values, grid, info, cache_hit)

@@ -1,0 +1,164 @@
+"""`evr1 cache build | info | verify` run as a user runs them, including a build killed half-way."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evr1.data.cache import TensorCache, decode_entry
+
+EVR1 = str(Path(sys.executable).with_name("evr1"))
+SPEC_ARGS = ["--family", "qwen2.5-vl", "--fps", "2", "--min-pixels", str(16 * 28 * 28), "--max-pixels", str(48 * 28 * 28),
+             "--image-min-pixels", str(8 * 28 * 28), "--image-max-pixels", str(48 * 28 * 28)]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([EVR1, "cache", *args], capture_output=True, text=True, timeout=300, cwd=cwd, check=False)
+
+
+def test_build_info_verify(media_root, tmp_path, good_rows, bad_rows, write_jsonl) -> None:
+    data = write_jsonl(tmp_path / "train.jsonl", good_rows + bad_rows)
+    cache = tmp_path / "cache"
+    build = run("build", "--data", str(data), "--data-root", str(media_root), "--cache", str(cache), "--workers", "2", "--strict", *SPEC_ARGS)
+    assert build.returncode == 1, build.stderr  # --strict: failures make the exit status 1 (the build still completes)
+    assert "17 media, 8 built, 0 already present, 9 failed" in build.stdout
+    assert "failed: record 'bad-corrupt.mp4' corrupt.mp4: corrupt" in build.stdout
+    assert "media/s" in build.stderr or "it/s" in build.stderr or "cache build" in build.stderr  # the progress bar
+    report = [json.loads(line) for line in (cache / "failures.jsonl").read_text().splitlines()]
+    assert len(report) == 9 and {"record", "file", "kind", "reason", "detail"} <= set(report[0])
+
+
+    info = run("info", str(cache))
+    assert info.returncode == 0 and "8 entries" in info.stdout and "Qwen2VLVideoProcessor" in info.stdout
+
+    verify = run("verify", str(cache), "--sample", "0", "--decode")
+    assert verify.returncode == 0, verify.stdout
+    assert "checked 8 of 8 entries: 0 bad, 0 with a changed or missing source" in verify.stdout
+
+
+def test_verify_finds_damaged_and_stale_entries(media_root, tmp_path, good_rows, write_jsonl) -> None:
+    root = tmp_path / "media"
+    shutil.copytree(media_root, root)
+    data = write_jsonl(tmp_path / "train.jsonl", good_rows[:3])
+    cache = tmp_path / "cache"
+    assert run("build", "--data", str(data), "--data-root", str(root), "--cache", str(cache), "--workers", "0", *SPEC_ARGS).returncode == 0
+    store = TensorCache(cache, write=True)
+    first, second = store.keys()[:2]
+    value = bytearray(store.raw(first))
+    value[-1] ^= 0xFF  # one flipped payload byte
+    store.put(first, bytes(value))
+    stale_file = decode_entry(store.raw(second))[0]["source"]["path"]
+    store.close()
+    os.utime(root / stale_file, ns=(0, 10**9))
+
+    verify = run("verify", str(cache), "--sample", "0")
+    assert verify.returncode == 1
+    assert f"{first.decode()[:16]}: bytes do not match their digest" in verify.stdout
+    assert f"({stale_file}): source file changed" in verify.stdout
+
+
+def test_user_errors_are_short_messages(tmp_path) -> None:
+    missing = run("build", "--data", str(tmp_path / "none.jsonl"), "--cache", str(tmp_path / "c"))
+    assert missing.returncode == 2 and "none.jsonl" in missing.stderr and "Traceback" not in missing.stderr
+    no_cache = run("info", str(tmp_path / "nothing"))
+    assert no_cache.returncode == 2 and "no cache at" in no_cache.stderr
+    (tmp_path / "d.jsonl").write_text("")
+    no_path = run("build", "--data", str(tmp_path / "d.jsonl"))
+    assert no_path.returncode == 2 and "--cache" in no_path.stderr
+    bad_spec = run("build", "--data", str(tmp_path / "d.jsonl"), "--cache", str(tmp_path / "c"), "--min-frames", "50", "--max-frames", "10")
+    assert bad_spec.returncode == 2 and "min_frames" in bad_spec.stderr
+
+
+@pytest.mark.slow
+def test_a_killed_build_resumes_to_a_consistent_cache(media_root, tmp_path, write_jsonl) -> None:
+    windows = [(round(0.1 * i, 1), round(0.1 * i + 1.5, 1)) for i in range(40)]  # 40 distinct entries of one clip
+    rows = [{"id": f"w{i}", "problem": "q", "problem_type": "numerical", "answer": 1,
+             "media": [{"kind": "video", "path": "long.mp4", "start": s, "end": e}]} for i, (s, e) in enumerate(windows)]
+    data = write_jsonl(tmp_path / "windows.jsonl", rows)
+    cache = tmp_path / "cache"
+    args = ["build", "--data", str(data), "--data-root", str(media_root), "--cache", str(cache), "--workers", "1", *SPEC_ARGS]
+    proc = subprocess.Popen([EVR1, "cache", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        entries = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (cache / "data.mdb").exists():
+                reader = TensorCache(cache)
+                entries = reader.stats().entries
+                reader.close()
+                if entries >= 3:
+                    break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the build finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)  # the build and its worker, mid-way
+    finally:
+        proc.wait(timeout=30)
+    killed_at = TensorCache(cache).stats().entries
+    assert 3 <= killed_at < 40
+
+    resume = run(*args, "--no-progress", "--workers", "0")
+    assert resume.returncode == 0, resume.stderr
+    assert f"40 media, {40 - killed_at} built, {killed_at} already present, 0 failed" in resume.stdout
+    final = run("verify", str(cache), "--sample", "0", "--decode")  # every entry whole and equal to a fresh decode
+    assert final.returncode == 0 and "checked 40 of 40 entries: 0 bad, 0 with a changed" in final.stdout
+
+
+EXPERIMENT = """
+import fiddle as fdl
+from evr1.experiment import Experiment
+from evr1.specs import CacheSpec, DataSpec, ImageSpec, ModelSpec, VideoSpec
+
+def experiment():
+    return fdl.Config(
+        Experiment,
+        model=fdl.Config(ModelSpec, name="tiny-qwen2.5-vl", cache_dir={models!r}),
+        data=fdl.Config(
+            DataSpec, train=({train!r},), val=({val!r},), data_root={root!r},
+            video=fdl.Config(VideoSpec, fps=2.0, min_pixels=16 * 28 * 28, max_pixels=48 * 28 * 28),
+            image=fdl.Config(ImageSpec, min_pixels=8 * 28 * 28, max_pixels=48 * 28 * 28),
+            cache=fdl.Config(CacheSpec, path={cache!r}),
+        ),
+    )
+"""
+
+
+def test_synth_data_cache_build_then_every_record_reads_back_as_live(tmp_path) -> None:
+    """Acceptance: `evr1 data synth`, `evr1 cache build EXPERIMENT` on it (the experiment's specs and
+    model processor), then every record read back in `only` mode equals the live path."""
+    import torch
+
+    from evr1.data.loader import MediaLoader, family_processors
+    from evr1.data.records import read_records
+    from evr1.specs import CacheSpec, ImageSpec, VideoSpec
+
+    out = tmp_path / "synth"
+    synth = subprocess.run([EVR1, "data", "synth", "--out", str(out), "--count", "24", "--val-count", "6"],
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert synth.returncode == 0, synth.stderr
+    files = [out / "train.jsonl", out / "val.jsonl"]
+    cache = tmp_path / "cache"
+    exp = tmp_path / "exp_cache.py"
+    exp.write_text(EXPERIMENT.format(models=str(tmp_path / "models"), train=str(files[0]), val=str(files[1]),
+                                     root=str(out), cache=str(cache)))
+    build = run("build", str(exp), "--workers", "0", "--no-progress")
+    assert build.returncode == 0 and " 0 failed" in build.stdout, build.stdout + build.stderr
+
+    video = VideoSpec(fps=2.0, min_pixels=16 * 28 * 28, max_pixels=48 * 28 * 28)
+    image = ImageSpec(min_pixels=8 * 28 * 28, max_pixels=48 * 28 * 28)
+    procs = family_processors("qwen2.5-vl")  # same identity as the tiny model's processor: entries are shared
+    cached = MediaLoader(video, image, CacheSpec(path=str(cache), mode="only"), procs, out)
+    live = MediaLoader(video, image, CacheSpec(mode="bypass"), procs, out)
+    kinds = set()
+    for record in read_records(files):
+        for hit, fresh in zip(cached.load(record), live.load(record), strict=True):
+            assert hit.cache_hit and torch.equal(hit.pixel_values, fresh.pixel_values) and hit.info == fresh.info
+            kinds.add(hit.kind)
+    assert kinds == {"video", "image"}

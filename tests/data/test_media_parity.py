@@ -1,0 +1,136 @@
+"""The live path gives exactly what qwen-vl-utils `fetch_video` + the official HF processor give.
+
+Reference: `fetch_video(ele)` (its decord reader over PyAV, see conftest) then the family's video
+processor with `do_resize=False, do_sample_frames=False` (the qwen-vl-utils recipe: frames are
+already sampled and sized). Images: the HF image processor on the PIL image, with its own resize.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from media_cases import CLIPS, IMAGES
+from PIL import Image
+
+from evr1.data.live import prepare_image, prepare_video
+from evr1.data.loader import family_processors
+from evr1.data.media import Geometry
+from evr1.data.patches import Normaliser, image_patches, video_patches
+from evr1.specs import ImageSpec, VideoSpec
+
+FAMILIES = ["qwen2.5-vl", "qwen3-vl"]
+SPECS = [
+    (VideoSpec(fps=2.0, min_pixels=16 * 28 * 28, max_pixels=96 * 28 * 28), None, None),
+    (VideoSpec(fps=3.5, min_frames=6, max_frames=12, min_pixels=8 * 28 * 28, max_pixels=64 * 28 * 28,
+               total_pixels=600 * 28 * 28), None, None),
+    (VideoSpec(fps=None, nframes=6, min_pixels=4 * 28 * 28, max_pixels=48 * 28 * 28), 0.4, 2.1),
+]
+
+
+@pytest.fixture(scope="module")
+def processors():
+    return {family: family_processors(family) for family in FAMILIES}
+
+
+def _reference(vision_process, path, spec: VideoSpec, start, end, processor):
+    ele = {"video": str(path), "min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels,
+           "total_pixels": spec.total_pixels if spec.total_pixels is not None else 10**12}
+    if spec.nframes is not None:
+        ele["nframes"] = spec.nframes
+    else:
+        ele.update(fps=spec.fps, min_frames=spec.min_frames, max_frames=spec.max_frames)
+    if start is not None:
+        ele.update(video_start=start, video_end=end)
+    video, meta, sample_fps = _fetch(vision_process, ele, processor.patch_size)
+    out = processor(videos=[video], do_resize=False, do_sample_frames=False, cap_pixels_per_frame=False, return_tensors="pt")
+    return video, meta, sample_fps, out
+
+
+def _fetch(vision_process, ele, patch_size):
+    (video, meta), sample_fps = vision_process.fetch_video(
+        ele, image_patch_size=patch_size, return_video_metadata=True, return_video_sample_fps=True
+    )
+    return video, meta, sample_fps
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("clip", list(CLIPS))
+@pytest.mark.parametrize("case", range(len(SPECS)))
+def test_video_matches_fetch_video_and_hf_processor(decord_shim, processors, media_root, family, clip, case) -> None:
+    spec, start, end = SPECS[case]
+    proc = processors[family].video_processor
+    video, meta, sample_fps, ref = _reference(decord_shim, media_root / clip, spec, start, end, proc)
+
+    ours = prepare_video(media_root / clip, spec, Geometry.of(proc), start, end)
+    values = Normaliser.of(proc).apply(ours.patches)
+
+    assert list(ours.info.frame_indices) == list(meta["frames_indices"])
+    assert (ours.info.height, ours.info.width) == tuple(video.shape[-2:])
+    assert ours.info.video_fps == pytest.approx(meta["fps"]) and ours.info.sample_fps == pytest.approx(sample_fps)
+    assert list(ours.info.grid_thw) == ref["video_grid_thw"][0].tolist()
+    assert values.dtype == torch.float32 and torch.equal(values, ref["pixel_values_videos"])  # bitwise
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("name", list(IMAGES))
+def test_image_matches_hf_image_processor(processors, media_root, family, name) -> None:
+    spec = ImageSpec(min_pixels=8 * 28 * 28, max_pixels=80 * 28 * 28)
+    proc = processors[family].image_processor
+    with Image.open(media_root / name) as img:
+        ref = proc(images=[img], size={"shortest_edge": spec.min_pixels, "longest_edge": spec.max_pixels}, return_tensors="pt")
+    ours = prepare_image(media_root / name, spec, Geometry.of(proc))
+    assert list(ours.info.grid_thw) == ref["image_grid_thw"][0].tolist()
+    assert torch.equal(Normaliser.of(proc).apply(ours.patches), ref["pixel_values"])
+
+
+def test_qwen3_timestamps_follow_the_processor_rule(processors, media_root) -> None:
+    """Timestamps are frame index / source fps; the Qwen3-VL processor averages them per temporal patch."""
+    spec = VideoSpec(fps=2.0, min_pixels=16 * 32 * 32, max_pixels=64 * 32 * 32)
+    proc = processors["qwen3-vl"]
+    ours = prepare_video(media_root / "long.mp4", spec, Geometry.of(proc.video_processor), 1.0, 4.5)
+    fps = CLIPS["long.mp4"][2]
+    assert ours.info.timestamps == tuple(i / fps for i in ours.info.frame_indices)
+    assert ours.info.frame_indices[0] == 25 and ours.info.frame_indices[-1] == 112  # ceil(1.0*25), floor(4.5*25)
+    from transformers import Qwen3VLProcessor
+
+    per_patch = Qwen3VLProcessor._calculate_timestamps(None, list(ours.info.frame_indices), fps, 2)
+    assert per_patch == [(a + b) / 2 for a, b in zip(ours.info.timestamps[::2], ours.info.timestamps[1::2])]
+
+
+@settings(max_examples=12, deadline=None)
+@given(t=st.integers(1, 5), gh=st.integers(1, 3), gw=st.integers(1, 3), family=st.sampled_from(FAMILIES), seed=st.integers(0, 99))
+def test_patch_layout_and_arithmetic_equal_hf_for_any_frames(t, gh, gw, family, seed) -> None:
+    """Random uint8 frames (odd counts padded): our layout + normalisation == the HF processor, bitwise."""
+    procs = family_processors(family)
+    vp, ip = procs.video_processor, procs.image_processor
+    geometry = Geometry.of(vp)
+    side = geometry.factor
+    frames = torch.randint(0, 256, (t, 3, gh * side, gw * side), generator=torch.Generator().manual_seed(seed), dtype=torch.uint8)
+    ref = vp(videos=[frames], do_resize=False, do_sample_frames=False, cap_pixels_per_frame=False, return_tensors="pt")
+    assert torch.equal(Normaliser.of(vp).apply(video_patches(frames, geometry)), ref["pixel_values_videos"])
+    ref_image = ip(images=[frames[0]], do_resize=False, return_tensors="pt")
+    assert torch.equal(Normaliser.of(ip).apply(image_patches(frames[0], Geometry.of(ip))), ref_image["pixel_values"])
+
+
+def test_normalise_into_a_reused_buffer(processors, media_root) -> None:
+    proc = processors["qwen2.5-vl"].video_processor
+    prepared = prepare_video(media_root / "small.mp4", VideoSpec(min_pixels=3136, max_pixels=64 * 28 * 28), Geometry.of(proc))
+    norm = Normaliser.of(proc)
+    fresh = norm.apply(prepared.patches)
+    buffer = torch.full(prepared.patches.out_shape, float("nan"))
+    assert norm.apply(prepared.patches, out=buffer) is buffer and torch.equal(buffer, fresh)
+    with pytest.raises(ValueError, match="out must be"):
+        norm.apply(prepared.patches, out=torch.empty(3, 3))
+
+
+@pytest.mark.parametrize("flags", [{"do_normalize": False}, {"do_normalize": False, "do_rescale": False}, {"do_rescale": False}])
+def test_other_processor_arithmetic_is_followed(flags) -> None:
+    from transformers import Qwen2VLVideoProcessor
+
+    proc = Qwen2VLVideoProcessor(**flags)
+    geometry = Geometry.of(proc)
+    frames = torch.randint(0, 256, (2, 3, 56, 84), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
+    ref = proc(videos=[frames], do_resize=False, do_sample_frames=False, cap_pixels_per_frame=False, return_tensors="pt")
+    assert torch.equal(Normaliser.of(proc).apply(video_patches(frames, geometry)), ref["pixel_values_videos"])

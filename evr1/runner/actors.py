@@ -86,6 +86,15 @@ class RolloutWorker:
         self.engine.load_weights(weights)
         return self.engine.version
 
+    def evaluate(self, out_dir: str) -> dict[str, float]:
+        """The experiment's benchmarks with the current weights: headline score per benchmark."""
+        from evr1.eval.api import evaluate, responder_for_engine
+
+        spec = self.exp.eval
+        responder = responder_for_engine(self.engine, self.processor, spec, self.exp.model.name, spec.data_root)
+        results = evaluate(spec, responder, out_dir)
+        return {f"eval/{name}/score": float(r["score"]) for name, r in results["benchmarks"].items() if r.get("score") is not None}
+
 
 class RewardWorker:
     """Scores responses with the experiment's reward router."""

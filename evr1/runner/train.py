@@ -281,6 +281,9 @@ class Trainer:
             metrics = self.step(step)
             if t.val_every and (step % t.val_every == 0 or step == t.steps):
                 metrics.update(self.validate(step))
+            if self.exp.eval.every_steps and self.exp.eval.benchmarks and step % self.exp.eval.every_steps == 0:
+                out = self.run_dir / "eval" / f"step_{step:06d}"
+                metrics.update(self._get(self.rollout.evaluate.remote(str(out)), step, "rollout worker (evaluation)"))
             logger.log(step, metrics)
             bar.set_postfix(
                 reward=f"{metrics.get('reward/score', 0):.2f}",

@@ -57,9 +57,19 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("family", ["qwen2-vl", "qwen2.5-vl", "qwen3-vl"])
 def test_three_steps_per_family(tmp_path: Path, models: Path, family: str) -> None:
-    out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models, **{"model.name": f"tiny-{family}"}))
+    extra = {"model.name": f"tiny-{family}"}
+    if family == "qwen2.5-vl":  # also the periodic benchmark evaluation
+        from evr1.eval.fixtures import write_fixtures
+
+        write_fixtures(tmp_path / "bench", ["mvbench"])
+        extra |= {"eval.benchmarks": "('mvbench',)", "eval.data_root": f"'{tmp_path / 'bench'}'", "eval.every_steps": "3"}
+    out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models, **extra))
     assert out.returncode == 0, out.stderr[-3000:]
     rows = read_metrics(tmp_path / "run")
+    if family == "qwen2.5-vl":
+        assert 0.0 <= rows[-1]["eval/mvbench/score"] <= 1.0
+        results = json.loads((tmp_path / "run" / "eval" / "step_000003" / "results.json").read_text())
+        assert results["settings"]["video"]["fps"] == 4.0  # the experiment's shared VideoSpec
     assert [r["step"] for r in rows] == [0, 1, 2, 3]  # step 0: validation before training
     for row in rows[1:]:
         assert row["learner/optimizer_steps"] == 1.0 and row["learner/skipped_steps"] == 0.0

@@ -55,10 +55,17 @@ def _ts(seconds: float) -> str:
     return format(seconds, "g")
 
 
-def _moving(rng: np.random.Generator, canvas: Canvas, kind: str, color: str, way: str, **extra: Any) -> Shape:
-    """A shape moving in direction `way` that stays inside the canvas in every frame."""
+def _moving(
+    rng: np.random.Generator, canvas: Canvas, kind: str, color: str, way: str, *, sizes: tuple[int, int] | None = None,
+    **extra: Any,
+) -> Shape:
+    """A shape moving in direction `way` that stays inside the canvas in every frame.
+
+    `sizes`: the smallest and largest side (default a quarter to a third of the canvas height).
+    """
     dx, dy = _STEP[way]
-    size = int(rng.integers(canvas.height // 4, canvas.height // 3 + 1))
+    smallest, largest = sizes or (canvas.height // 4, canvas.height // 3)
+    size = int(rng.integers(smallest, largest + 1))
     span = (canvas.width if dx else canvas.height) - size
     top_speed = max(1, span // (canvas.frames - 1))
     speed = int(rng.integers(max(1, top_speed // 2), top_speed + 1))
@@ -72,9 +79,12 @@ def _moving(rng: np.random.Generator, canvas: Canvas, kind: str, color: str, way
     return Shape(kind, color, size, x, y, vx=dx * speed, vy=dy * speed, **extra)  # type: ignore[arg-type]
 
 
-def _static(rng: np.random.Generator, canvas: Canvas, kind: str, color: str, largest: int, **extra: Any) -> Shape:
-    """A still shape of a random size up to `largest` at a random place inside the canvas."""
-    size = int(rng.integers(canvas.height // 4, largest + 1))
+def _static(
+    rng: np.random.Generator, canvas: Canvas, kind: str, color: str, largest: int, *, smallest: int | None = None,
+    **extra: Any,
+) -> Shape:
+    """A still shape of a random size from `smallest` (default a quarter of the canvas height) to `largest`."""
+    size = int(rng.integers(canvas.height // 4 if smallest is None else smallest, largest + 1))
     x, y = (int(rng.integers(0, side - size + 1)) for side in (canvas.width, canvas.height))
     return Shape(kind, color, size, x, y, **extra)  # type: ignore[arg-type]
 
@@ -93,16 +103,27 @@ def _scattered(rng: np.random.Generator, width: int, height: int, specs: Sequenc
     return shapes
 
 
+def _large(canvas: Canvas) -> tuple[int, int]:
+    """Side range of the colour tasks' shapes: half to 70% of the canvas height.
+
+    Large on purpose: these are the quickstart's tasks. The tiny random-init model learns the colour
+    in about 100 GRPO steps when the shape covers whole merged visual tokens (2x2 patches of 14 px
+    on the 56 px canvas); with 14-18 px shapes it stayed at chance for 800 steps.
+    """
+    return canvas.height // 2, canvas.height * 7 // 10
+
+
 def color(rng: np.random.Generator, slot: int, canvas: Canvas) -> Item:
     name = COLOR_NAMES[slot % len(COLOR_NAMES)]
-    shape = _moving(rng, canvas, _pick(rng, SHAPE_KINDS), name, _pick(rng, DIRECTIONS))
+    shape = _moving(rng, canvas, _pick(rng, SHAPE_KINDS), name, _pick(rng, DIRECTIONS), sizes=_large(canvas))
     return Item("What colour is the moving shape?", PT.MULTIPLE_CHOICE, LETTERS[slot % len(COLOR_NAMES)],
                 [render_clip([shape], canvas)], options=list(COLOR_NAMES), meta={"color": name})
 
 
 def color_image(rng: np.random.Generator, slot: int, canvas: Canvas) -> Item:
     name = COLOR_NAMES[slot % len(COLOR_NAMES)]
-    square = _static(rng, canvas, "square", name, canvas.height // 2)
+    smallest, largest = _large(canvas)
+    square = _static(rng, canvas, "square", name, largest, smallest=smallest)
     image = render([square], canvas.width, canvas.height)
     return Item("What colour is the square?", PT.MULTIPLE_CHOICE, LETTERS[slot % len(COLOR_NAMES)], [image],
                 options=list(COLOR_NAMES), meta={"color": name, "box": square.box()})

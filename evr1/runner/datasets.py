@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,15 +20,37 @@ class Split:
     root: Path
 
 
+MANIFEST = "synth.json"
+
+
+def _generator_digest() -> str:
+    """A hash of the generator's source: data written by other code is regenerated, never reused."""
+    import hashlib
+
+    import evr1.data.synth as synth
+    import evr1.data.synth_render as render
+    import evr1.data.synth_tasks as tasks
+
+    digest = hashlib.sha256()
+    for module in (synth, tasks, render):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def ensure_synthetic(spec: SynthSpec) -> None:
-    """Write the synthetic dataset (and its blanked control) unless it is already there."""
+    """Write the synthetic dataset (and its blanked control) unless the same one is already there.
+
+    `synth.json` records the spec and the generator's digest; any difference regenerates.
+    """
     from evr1.data.synth import generate
 
     targets = [(Path(spec.out), False)] + ([(Path(f"{spec.out}-blank"), True)] if spec.blank_control else [])
     for out, blank in targets:
-        if (out / "train.jsonl").is_file() and (out / "val.jsonl").is_file():
+        manifest = json.dumps({"spec": spec.model_dump(mode="json"), "blank": blank, "generator": _generator_digest()})
+        if (out / MANIFEST).is_file() and (out / MANIFEST).read_text() == manifest:
             continue
         generate(out, tasks=spec.tasks, n_train=spec.n_train, n_val=spec.n_val, seed=spec.seed, blank=blank, **_canvas(spec))
+        (out / MANIFEST).write_text(manifest)
 
 
 def _canvas(spec: SynthSpec) -> dict:

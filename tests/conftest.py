@@ -11,6 +11,15 @@ from evr1.models import FAMILIES, load_processor
 from evr1.models.testing import tiny_spec
 
 
+@pytest.fixture
+def judge():
+    """A local OpenAI-compatible judge endpoint (see tests/judge_server.py)."""
+    from judge_server import running_judge
+
+    with running_judge() as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Tiny models are built once per test session in a temporary cache."""

@@ -2,72 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
-import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from judge_server import Judge
 from reward_helpers import make
 
 from evr1.errors import ConfigError
 from evr1.rewards import RewardRouter
 from evr1.rewards.judge_rewards import open_ended_judge, preference_judge
 from evr1.specs import JudgeSpec, RewardSpec
-
-
-class Judge(ThreadingHTTPServer):
-    """Replies to /v1/chat/completions with `reply`; can fail first or stall."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.reply = "8"
-        self.fail_first = 0
-        self.stall_s = 0.0
-        self.requests: list[dict] = []
-        self.headers_seen: list[dict] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: Judge
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append(body)
-        self.server.headers_seen.append(dict(self.headers))
-        if self.path != "/v1/chat/completions":
-            self.send_error(404)
-            return
-        if self.server.fail_first > 0:
-            self.server.fail_first -= 1
-            self.send_error(503)
-            return
-        time.sleep(self.server.stall_s)
-        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": self.server.reply}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def judge() -> Iterator[Judge]:
-    server = Judge()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 def _spec(url: str, **judge: object) -> RewardSpec:

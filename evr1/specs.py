@@ -149,8 +149,18 @@ class DataSpec(Spec):
     modality_ratio: dict[Literal["video", "image", "text"], Annotated[float, Field(ge=0)]] | None = None
 
 
+_VLLM_FIELDS = ("tensor_parallel_size", "gpu_memory_utilization", "colocate", "enforce_eager")
+
+
 class RolloutSpec(Spec):
-    """Sampling: engine, responses per prompt and decoding settings."""
+    """Sampling: engine, responses per prompt and decoding settings.
+
+    vLLM settings (an error with `engine="hf"`, which has no use for them):
+    `tensor_parallel_size` GPUs per engine; `gpu_memory_utilization` the share of each GPU's
+    memory vLLM may take (weights + KV cache); `colocate` shares the learner's GPUs (vLLM sleeps,
+    freeing its memory, while the learner trains) instead of GPUs of its own; `enforce_eager`
+    skips CUDA-graph capture (slower decoding, faster start, less memory).
+    """
 
     engine: RegistryName("engines") | None = None  # None: vllm on a GPU where installed, else hf
     n: PositiveInt = 8
@@ -159,13 +169,36 @@ class RolloutSpec(Spec):
     top_k: int = -1
     max_prompt_tokens: PositiveInt = 4096
     max_response_tokens: PositiveInt = 512
+    tensor_parallel_size: PositiveInt = 1
+    gpu_memory_utilization: Annotated[float, Field(gt=0, lt=1)] = 0.6
+    colocate: bool = True
+    enforce_eager: bool = False
+
+    @model_validator(mode="after")
+    def _vllm_only(self) -> RolloutSpec:
+        if self.engine == "hf":
+            fields = type(self).model_fields
+            stray = [name for name in _VLLM_FIELDS if getattr(self, name) != fields[name].default]
+            if stray:
+                raise ValueError(f"{', '.join(stray)} only apply to the vllm engine, not engine='hf'")
+        return self
 
 
 class MixerSpec(Spec):
-    """Offline trajectories placed in on-policy groups (none by default)."""
+    """Offline trajectories placed in on-policy groups (none by default).
+
+    `k` offline responses per group of `rollout.n`. `file`: a JSONL of curated responses
+    (`{"id": record_id, "response": text, "logprobs": [...]?}`, several per id) used instead of
+    the records' `offline_response`. `threshold` (mixer `offline_k_threshold`): mix only groups
+    whose on-policy accuracy is below it. `decay_steps` (mixer `offline_k_decay`): k decays
+    linearly to 0 over that many steps.
+    """
 
     name: RegistryName("mixers") | None = None
     k: Annotated[int, Field(ge=0)] = 0
+    file: str | None = None
+    threshold: Annotated[float, Field(gt=0, le=1)] | None = None
+    decay_steps: PositiveInt | None = None
 
 
 class JudgeSpec(Spec):
@@ -397,6 +430,7 @@ class TrainerSpec(Spec):
     log_samples: Annotated[int, Field(ge=0)] = 2
     run_root: str = "runs"
     tensorboard: bool = True
+    wandb_project: str | None = None  # log to Weights & Biases too (needs `pip install wandb`)
 
 
 class ResourcesSpec(Spec):
@@ -409,6 +443,14 @@ class ResourcesSpec(Spec):
     reward_workers: PositiveInt = 1
     torch_threads: PositiveInt = 1  # per actor: several actors share the machine's cores
     object_store_memory_mb: PositiveInt = 512
+
+    @model_validator(mode="after")
+    def _gpus_for_learners(self) -> ResourcesSpec:
+        if 0 < self.num_gpus < self.learner_workers:
+            raise ValueError(
+                f"learner_workers ({self.learner_workers}) > num_gpus ({self.num_gpus}): each learner worker needs a GPU"
+            )
+        return self
 
 
 class EvalSpec(Spec):

@@ -62,7 +62,7 @@ class Trainer:
         modalities = [r.modality for r in self.train.records]
         sampler_name = exp.data.sampler or ("modality" if exp.data.modality_ratio else "uniform")
         self.sampler = SAMPLERS.get(sampler_name)(modalities, seed=exp.trainer.seed, ratios=exp.data.modality_ratio)
-        self.mixer = MIXERS.get(exp.mixer.name)(exp.mixer, exp.rollout.n) if exp.mixer.name else None
+        self.mixer = MIXERS.get(exp.mixer.name)(exp.mixer, exp.rollout.n, records=self.train.records) if exp.mixer.name else None
         tokenizer = self.processor.tokenizer
         self.stop_token_id = int(tokenizer.convert_tokens_to_ids(tokenizer.eos_token))
         from evr1.rewards import RewardRouter
@@ -140,6 +140,20 @@ class Trainer:
             outputs[k :: len(self.rewarders)] = shard
         return inputs, outputs
 
+    def online_accuracy(self, records: Sequence[Any], online: Sequence[Sequence[Any]], step: int) -> list[list[float]]:
+        """Accuracy (else score) of each online response, per group, for a mixer that decides on it.
+
+        The responses a mixer keeps are scored again with the mixed group (rewards are pure functions
+        of record and text, so the scores agree; a remote judge would be asked twice).
+        """
+        flat = [(g, r) for g, group in enumerate(online) for r in group]
+        ids = [f"{records[g].id}#{k}" for k, (g, _) in enumerate(flat)]
+        _, outputs = self.score([records[g] for g, _ in flat], [r.text for _, r in flat], ids, step)
+        scores: list[list[float]] = [[] for _ in online]
+        for (g, _), out in zip(flat, outputs):
+            scores[g].append(out.components.get("accuracy", out.score))
+        return scores
+
     def step(self, step: int) -> dict[str, float]:
         import torch
 
@@ -150,16 +164,20 @@ class Trainer:
 
         exp, timer = self.exp, PhaseTimer()
         records = [self.train.records[i] for i in self.sampler.sample(exp.trainer.prompts_per_step)]
-        counts = [self.mixer.online_count(r) if self.mixer else exp.rollout.n for r in records]
+        counts = [self.mixer.online_count(r, step) if self.mixer else exp.rollout.n for r in records]
         with timer("rollout"):
             online, media = self._get(
                 self.rollout.generate.remote("train", records, counts, self.sampling_params(step)), step, "rollout worker"
             )
         metrics: dict[str, float] = {**media}
         if self.mixer is not None:
+            online_scores = None
+            if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
+                with timer("reward"):
+                    online_scores = self.online_accuracy(records, online, step)
             groups, mixed = self.mixer.mix(
-                records, online, tokenizer=self.processor.tokenizer, stop_token_id=self.stop_token_id,
-                max_tokens=exp.rollout.max_response_tokens,
+                records, online, step=step, online_scores=online_scores, tokenizer=self.processor.tokenizer,
+                stop_token_id=self.stop_token_id, max_tokens=exp.rollout.max_response_tokens,
             )
             metrics.update(mixed)
         else:
@@ -268,7 +286,7 @@ class Trainer:
         t = self.exp.trainer
         self.start_workers()
         start = 0
-        logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard)
+        logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard, wandb_project=t.wandb_project)
         if resume:
             folder = latest_checkpoint(self.run_dir)
             start = self.restore(folder) if folder is not None else 0

@@ -91,20 +91,22 @@ class Trainer:
     def start_workers(self) -> None:
         import ray
 
+        from evr1.engines.vllm_adapter import gpu_requests
         from evr1.runner.actors import LearnerWorker, ReferenceWorker, RewardWorker, RolloutWorker
         from evr1.runner.distributed import free_port
 
         res = self.exp.resources
+        gpus = gpu_requests(res, self.exp.rollout)  # colocated: learner 0 and the engine share a GPU
         cpu = 0.5 if res.num_gpus == 0 else 1
         roots = {"train": self.train.root, **{v.name: v.root for v in self.vals}}
-        self.rollout = ray.remote(num_cpus=cpu, num_gpus=min(res.num_gpus, 1))(RolloutWorker).remote(self.exp, roots)
         address = f"127.0.0.1:{free_port()}"
-        self.learners = [
-            ray.remote(num_cpus=cpu, num_gpus=1 if res.num_gpus else 0)(LearnerWorker).remote(
+        self.learners = [  # created first, so a colocated engine lands on learner 0's GPU
+            ray.remote(num_cpus=cpu, num_gpus=gpus.learners[rank])(LearnerWorker).remote(
                 self.exp, self.train.root, rank, res.learner_workers, address
             )
             for rank in range(res.learner_workers)
         ]
+        self.rollout = ray.remote(num_cpus=cpu, num_gpus=gpus.rollout)(RolloutWorker).remote(self.exp, roots)
         self.reference = (
             ray.remote(num_cpus=cpu)(ReferenceWorker).remote(self.exp, self.train.root) if self.exp.algo.kl.enabled else None
         )

@@ -1,0 +1,32 @@
+"""Qwen2.5-VL-7B video GRPO at the EasyVideoR1 published settings (GPU; vLLM rollouts, Ray).
+
+2 fps, up to 128 frames of 262,144 px, images up to 1,048,576 px, n=8, clip 0.2/0.28, no KL,
+lr 1e-6 (see `evr1.recipes` for the values that are ours). Point it at your model and data:
+
+    evr1 run qwen25vl_7b_video --set model.name=/models/Qwen2.5-VL-7B-Instruct \
+        --set "data.train=('/data/train.jsonl',)" --set "data.val=('/data/val.jsonl',)"
+
+Variants: `:small_gpu` (one GPU), `:multi_node` (two 8-GPU nodes of a running Ray cluster).
+"""
+
+import fiddle as fdl
+
+from evr1 import recipes
+from evr1.experiment import Experiment
+
+MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"  # a hub id (needs a network when the run starts) or a local directory
+
+
+def experiment() -> fdl.Config[Experiment]:
+    """Qwen2.5-VL-7B video GRPO, published EasyVideoR1 settings, one 8-GPU node."""
+    return recipes.video_grpo(MODEL, __doc__)
+
+
+def small_gpu() -> fdl.Config[Experiment]:
+    """The same on one GPU: 32 frames of <= 100,352 px, n=4, 8 prompts per step."""
+    return recipes.small_gpu(experiment())
+
+
+def multi_node() -> fdl.Config[Experiment]:
+    """The same on two 8-GPU nodes joined in a Ray cluster (ray_address='auto')."""
+    return recipes.multi_node(experiment())

@@ -1,0 +1,89 @@
+"""The GPU recipes validate on CPU: `evr1 show` and `evr1 run --dry-run`, as a user runs them.
+
+Runs offline with an empty Hugging Face home: naming a hub model must not download anything
+until a run starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EVR1 = str(Path(sys.executable).parent / "evr1")
+PUBLISHED = {  # EasyVideoR1's published video GRPO settings
+    "data.video.fps": "2.0",
+    "data.video.max_frames": "128",
+    "data.video.max_pixels": "262144",
+    "data.image.max_pixels": "1048576",
+    "rollout.n": "8",
+    "algo.clip_low": "0.2",
+    "algo.clip_high": "0.28",
+    "algo.kl.enabled": "False",
+    "optim.lr": "1e-06",
+    "rollout.engine": "'vllm'",
+}
+RECIPES = {"qwen25vl_7b_video": "'Qwen/Qwen2.5-VL-7B-Instruct'", "qwen3vl_8b_video": "'Qwen/Qwen3-VL-8B-Instruct'"}
+
+
+def evr1(*args: str, hf_home: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    return subprocess.run([EVR1, *args], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+
+
+def shown(out: subprocess.CompletedProcess) -> dict[str, str]:
+    assert out.returncode == 0, out.stderr
+    rows = [line.split(None, 1) for line in out.stdout.splitlines()[1:] if line and not line[0].isspace()]
+    return {row[0]: row[1].split("  #")[0].strip() for row in rows if len(row) == 2}
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_show_has_the_published_settings(name: str, tmp_path: Path) -> None:
+    values = shown(evr1("show", name, hf_home=tmp_path / "hf"))
+    assert {key: values[key] for key in PUBLISHED} == PUBLISHED
+    assert values["model.name"] == RECIPES[name]
+    assert values["resources.num_gpus"] == "8" and values["rollout.colocate"] == "True"
+    assert not (tmp_path / "hf").exists()  # nothing was downloaded or cached
+
+
+@pytest.mark.parametrize(
+    ("variant", "expected"),
+    [
+        ("small_gpu", {"resources.num_gpus": "1", "resources.learner_workers": "1", "rollout.n": "4", "data.video.max_frames": "32"}),
+        ("multi_node", {"resources.ray_address": "'auto'", "resources.num_gpus": "16", "resources.learner_workers": "16"}),
+    ],
+)
+def test_variants(variant: str, expected: dict[str, str], tmp_path: Path) -> None:
+    values = shown(evr1("show", f"qwen25vl_7b_video:{variant}", hf_home=tmp_path / "hf"))
+    assert {key: values[key] for key in expected} == expected
+    assert values["algo.clip_high"] == "0.28"  # the published settings stay
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_dry_run_records_the_config_with_a_local_model(name: str, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    out = evr1(
+        "run", name, "--dry-run", "--run-dir", str(run_dir),
+        "--set", "model.name='/models/local-copy'", "--set", "data.train=('/data/mine.jsonl',)",
+        hf_home=tmp_path / "hf",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "dry run" in out.stdout and "vllm engine, n=8" in out.stdout
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["model"]["name"] == "/models/local-copy"
+    assert config["data"]["train"] == ["/data/mine.jsonl"]
+    assert config["data"]["video"] == config["eval"]["video"]  # one VideoSpec for training and eval
+    assert (config["data"]["video"]["max_pixels"], config["data"]["image"]["max_pixels"]) == (262_144, 1_048_576)
+    assert (config["algo"]["clip_low"], config["algo"]["clip_high"], config["optim"]["lr"]) == (0.2, 0.28, 1e-6)
+    assert not (tmp_path / "hf").exists()
+
+
+def test_nonsense_override_is_a_user_error(tmp_path: Path) -> None:
+    out = evr1("show", "qwen3vl_8b_video", "--set", "resources.learner_workers=9", hf_home=tmp_path / "hf")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "learner_workers (9) > num_gpus (8)" in out.stderr

@@ -121,7 +121,7 @@ def test_a_failing_worker_names_the_step(tmp_path: Path, models: Path) -> None:
     from evr1.specs import SynthSpec
 
     data = tmp_path / "data"
-    ensure_synthetic(SynthSpec(out=str(data), n_train=16, n_val=4))
+    ensure_synthetic(SynthSpec(tasks=("quickstart",), out=str(data), n_train=16, n_val=4, blank_control=False))  # as the run
     for video in (data / "media" / "train").glob("*.mp4"):
         video.write_bytes(b"not a video")
     out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models))

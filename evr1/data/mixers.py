@@ -2,15 +2,31 @@
 
 An offline trajectory is tokenised exactly as the policy would have produced it (the response
 text, then the end-of-turn token), truncated to the response budget, and flagged `offline` so
-the loss treats it as off-policy data: its behaviour log-probs are the record's
-`offline_logprobs` when given, else unknown (NaN), never the current policy's.
+the loss treats it as off-policy data: its behaviour log-probs are the given ones (the record's
+`offline_logprobs`, or a curated file's `logprobs`) when known, else NaN, never the current
+policy's.
+
+Offline responses come from the records' `offline_response`, or from `MixerSpec.file`, a JSONL
+of curated responses, several per record id. Three placements of k offline per group of n:
+`offline_k` (always), `offline_k_threshold` (only groups whose on-policy accuracy is below a
+threshold: n are sampled and scored, and k of them are replaced), `offline_k_decay` (k decays
+linearly to 0 over `decay_steps`).
+
+Every mixer is a pure function of the step number, the data and the step's rollouts (which
+curated response is used rotates with the step), so it has no state to checkpoint: a resumed
+run mixes exactly like an uninterrupted one.
+
+Built with `MIXERS.get(name)(spec, n, records=train_records)`; the driver calls
+`online_count(record, step)` (responses to sample), then `mix(...)`.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -41,17 +57,24 @@ class Trajectory:
         return cls(result.prompt_index, result.token_ids, result.logprobs, result.finish_reason, result.text)
 
 
-def offline_trajectory(record: Record, prompt_index: int, tokenizer: Any, stop_token_id: int, max_tokens: int) -> Trajectory:
-    """The record's `offline_response` as response tokens: text tokens + stop token, truncated."""
-    if record.offline_response is None:
-        raise Evr1Error(f"record {record.id!r} has no offline_response to mix in")
-    ids = list(tokenizer(record.offline_response, add_special_tokens=False)["input_ids"])
+@dataclass(frozen=True)
+class OfflineResponse:
+    """A curated response, its behaviour log-probs if known, and where it came from (for errors)."""
+
+    text: str
+    logprobs: tuple[float, ...] | None
+    origin: str  # "record 'x'" or "curated.jsonl:3 (record 'x')"
+
+
+def tokenise(response: OfflineResponse, prompt_index: int, tokenizer: Any, stop_token_id: int, max_tokens: int) -> Trajectory:
+    """Response text tokens + the stop token, truncated to `max_tokens` (then finish_reason "length")."""
+    ids = list(tokenizer(response.text, add_special_tokens=False)["input_ids"])
     logprobs = [math.nan] * (len(ids) + 1)
-    if record.offline_logprobs is not None:
-        given = record.offline_logprobs
+    if response.logprobs is not None:
+        given = response.logprobs
         if len(given) not in (len(ids), len(ids) + 1):
             raise Evr1Error(
-                f"record {record.id!r}: offline_logprobs has {len(given)} values but offline_response is"
+                f"{response.origin}: offline_logprobs has {len(given)} values but offline_response is"
                 f" {len(ids)} tokens (+1 for the stop token) with this model's tokenizer"
             )
         logprobs[: len(given)] = given
@@ -63,54 +86,213 @@ def offline_trajectory(record: Record, prompt_index: int, tokenizer: Any, stop_t
         token_ids=torch.tensor(ids, dtype=torch.long),
         logprobs=torch.tensor(logprobs, dtype=torch.float32),
         finish_reason=finish,
-        text=record.offline_response,
+        text=response.text,
         offline=True,
     )
 
 
+def offline_trajectory(record: Record, prompt_index: int, tokenizer: Any, stop_token_id: int, max_tokens: int) -> Trajectory:
+    """The record's `offline_response` as response tokens: text tokens + stop token, truncated."""
+    if record.offline_response is None:
+        raise Evr1Error(f"record {record.id!r} has no offline_response to mix in")
+    given = tuple(record.offline_logprobs) if record.offline_logprobs is not None else None
+    return tokenise(OfflineResponse(record.offline_response, given, f"record {record.id!r}"), prompt_index, tokenizer, stop_token_id, max_tokens)
+
+
+def read_curated(path: str | Path, record_ids: set[str]) -> dict[str, list[OfflineResponse]]:
+    """Curated responses by record id from a JSONL file; errors name file:line and the record id."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"mixer.file {str(path)!r} does not exist")
+    out: dict[str, list[OfflineResponse]] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise Evr1Error(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str) or not isinstance(row.get("response"), str):
+            raise Evr1Error(f'{where}: expected an object with string fields "id" and "response"')
+        rid, logprobs = row["id"], row.get("logprobs")
+        where = f"{where} (record {rid!r})"
+        extra = sorted(set(row) - {"id", "response", "logprobs"})
+        if extra:
+            raise Evr1Error(f"{where}: unknown field(s) {', '.join(extra)}; expected id, response, logprobs")
+        if rid not in record_ids:
+            raise Evr1Error(f"{where}: no training record has this id")
+        if logprobs is not None and not (
+            isinstance(logprobs, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in logprobs)
+        ):
+            raise Evr1Error(f'{where}: "logprobs" must be a list of numbers')
+        out.setdefault(rid, []).append(OfflineResponse(row["response"], None if logprobs is None else tuple(map(float, logprobs)), where))
+    if not out:
+        raise ConfigError(f"mixer.file {str(path)!r} holds no curated responses")
+    return out
+
+
+class OfflineSource:
+    """Where a record's offline responses come from: the curated file if given, else the record."""
+
+    def __init__(self, spec: MixerSpec, records: Sequence[Record]) -> None:
+        self.curated = read_curated(spec.file, {r.id for r in records}) if spec.file else None
+
+    def has(self, record: Record) -> bool:
+        return record.id in self.curated if self.curated is not None else record.offline_response is not None
+
+    def pick(self, record: Record, k: int, step: int) -> list[OfflineResponse]:
+        """k responses for this record at this step (a file's responses rotate from step to step)."""
+        if self.curated is None:
+            given = tuple(record.offline_logprobs) if record.offline_logprobs is not None else None
+            return [OfflineResponse(record.offline_response, given, f"record {record.id!r}")] * k  # type: ignore[arg-type]
+        options = self.curated[record.id]
+        return [options[(step * k + j) % len(options)] for j in range(k)]
+
+
+def _metrics(groups: Sequence[Sequence[Trajectory]], mixed: int, truncated: int, **extra: float) -> dict[str, float]:
+    total = sum(len(g) for g in groups)
+    offline = sum(t.offline for g in groups for t in g)
+    return {
+        "mixer/groups_mixed": float(mixed),
+        "mixer/offline_share": offline / total if total else 0.0,
+        "mixer/offline_truncated": float(truncated),
+        **{f"mixer/{k}": float(v) for k, v in extra.items()},
+    }
+
+
+class _Mixer:
+    """Shared parts: k, n, the offline source, and the settings that do not apply to this mixer."""
+
+    name = ""
+    uses_online_scores = False  # True: `mix` needs the online responses' accuracies
+    own_fields: tuple[str, ...] = ()
+
+    def __init__(self, spec: MixerSpec, n: int, *, records: Sequence[Record] = ()) -> None:
+        if not 0 < spec.k < n:
+            raise ConfigError(f"mixer {self.name} needs 0 < k < rollout.n, got k={spec.k}, n={n}")
+        for field in ("threshold", "decay_steps"):
+            if field in self.own_fields and getattr(spec, field) is None:
+                raise ConfigError(f"mixer {self.name} needs mixer.{field}")
+            if field not in self.own_fields and getattr(spec, field) is not None:
+                raise ConfigError(f"mixer.{field} does not apply to mixer {self.name}")
+        self.k, self.n = spec.k, n
+        self.source = OfflineSource(spec, records)
+
+    def _offline(self, record: Record, i: int, k: int, step: int, tokenizer: Any, stop: int, max_tokens: int) -> list[Trajectory]:
+        return [tokenise(r, i, tokenizer, stop, max_tokens) for r in self.source.pick(record, k, step)]
+
+    @staticmethod
+    def _check(record: Record, results: Sequence[Any], expected: int) -> None:
+        if len(results) != expected:
+            raise Evr1Error(f"record {record.id!r}: expected {expected} online responses, got {len(results)}")
+
+
 @MIXERS.register("offline_k")
-class OfflineK:
+class OfflineK(_Mixer):
     """Always k offline trajectories per group of n (the engine samples only n - k online).
 
-    Records without an `offline_response` keep a fully on-policy group of n; that is counted, as
+    Records without offline responses keep a fully on-policy group of n; that is counted, as
     are truncated offline responses.
     """
 
-    def __init__(self, spec: MixerSpec, n: int) -> None:
-        if not 0 < spec.k < n:
-            raise ConfigError(f"mixer offline_k needs 0 < k < rollout.n, got k={spec.k}, n={n}")
-        self.k, self.n = spec.k, n
+    name = "offline_k"
 
-    def online_count(self, record: Record) -> int:
+    def k_at(self, step: int) -> int:
+        """Offline responses per group at this step."""
+        return self.k
+
+    def online_count(self, record: Record, step: int) -> int:
         """How many on-policy responses to sample for this record's group."""
-        return self.n - self.k if record.offline_response is not None else self.n
+        k = self.k_at(step)
+        return self.n - k if k and self.source.has(record) else self.n
 
     def mix(
         self,
         records: Sequence[Record],
         online: Sequence[Sequence[Any]],
         *,
+        step: int,
         tokenizer: Any,
         stop_token_id: int,
         max_tokens: int,
+        online_scores: Sequence[Sequence[float]] | None = None,
     ) -> tuple[list[list[Trajectory]], dict[str, float]]:
         """Groups of n trajectories (online first, then offline) and the mixer's metrics."""
-        groups, truncated, mixed = [], 0, 0
+        groups, truncated, mixed, k = [], 0, 0, self.k_at(step)
         for i, (record, results) in enumerate(zip(records, online, strict=True)):
-            if len(results) != self.online_count(record):
-                raise Evr1Error(f"record {record.id!r}: expected {self.online_count(record)} online responses, got {len(results)}")
+            self._check(record, results, self.online_count(record, step))
             group = [Trajectory.online(r) for r in results]
-            if record.offline_response is not None:
-                extra = [offline_trajectory(record, i, tokenizer, stop_token_id, max_tokens) for _ in range(self.k)]
+            if len(group) < self.n:
+                extra = self._offline(record, i, k, step, tokenizer, stop_token_id, max_tokens)
                 truncated += sum(t.finish_reason == "length" for t in extra)
                 mixed += 1
                 group += extra
             groups.append(group)
-        total = sum(len(g) for g in groups)
-        offline = sum(t.offline for g in groups for t in g)
-        metrics = {
-            "mixer/groups_mixed": float(mixed),
-            "mixer/offline_share": offline / total if total else 0.0,
-            "mixer/offline_truncated": float(truncated),
-        }
-        return groups, metrics
+        return groups, _metrics(groups, mixed, truncated, k=k)
+
+
+@MIXERS.register("offline_k_decay")
+class OfflineKDecay(OfflineK):
+    """k offline per group at step 1, decaying linearly: ceil(k (S + 1 - step) / S), 0 after step S."""
+
+    name = "offline_k_decay"
+    own_fields = ("decay_steps",)
+
+    def __init__(self, spec: MixerSpec, n: int, *, records: Sequence[Record] = ()) -> None:
+        super().__init__(spec, n, records=records)
+        self.decay_steps = int(spec.decay_steps)  # type: ignore[arg-type]
+
+    def k_at(self, step: int) -> int:
+        left = max(0, self.decay_steps + 1 - step)
+        return -(-self.k * left // self.decay_steps)
+
+
+@MIXERS.register("offline_k_threshold")
+class OfflineKThreshold(_Mixer):
+    """k offline per group only where the group's on-policy accuracy is below `threshold`.
+
+    The engine samples all n; the driver scores them; in low groups the last k online responses
+    are dropped (counted: `mixer/online_dropped`) and k offline ones take their place. Low groups
+    whose record has no offline response stay on-policy (`mixer/low_unmixed`).
+    """
+
+    name = "offline_k_threshold"
+    uses_online_scores = True
+    own_fields = ("threshold",)
+
+    def __init__(self, spec: MixerSpec, n: int, *, records: Sequence[Record] = ()) -> None:
+        super().__init__(spec, n, records=records)
+        self.threshold = float(spec.threshold)  # type: ignore[arg-type]
+
+    def online_count(self, record: Record, step: int) -> int:
+        return self.n
+
+    def mix(
+        self,
+        records: Sequence[Record],
+        online: Sequence[Sequence[Any]],
+        *,
+        step: int,
+        tokenizer: Any,
+        stop_token_id: int,
+        max_tokens: int,
+        online_scores: Sequence[Sequence[float]] | None = None,
+    ) -> tuple[list[list[Trajectory]], dict[str, float]]:
+        """Groups of n: low groups keep their first n - k online responses, then k offline."""
+        if online_scores is None:
+            raise Evr1Error(f"mixer {self.name} needs the online responses' accuracies (online_scores)")
+        groups, truncated, mixed, unmixed = [], 0, 0, 0
+        for i, (record, results, scores) in enumerate(zip(records, online, online_scores, strict=True)):
+            self._check(record, results, self.n)
+            group = [Trajectory.online(r) for r in results]
+            if sum(scores) / len(scores) < self.threshold:
+                if self.source.has(record):
+                    extra = self._offline(record, i, self.k, step, tokenizer, stop_token_id, max_tokens)
+                    truncated += sum(t.finish_reason == "length" for t in extra)
+                    mixed += 1
+                    group = group[: self.n - self.k] + extra
+                else:
+                    unmixed += 1
+            groups.append(group)
+        return groups, _metrics(groups, mixed, truncated, online_dropped=mixed * self.k, low_unmixed=unmixed)

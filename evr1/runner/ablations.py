@@ -1,0 +1,187 @@
+"""Run the variants of `experiments/ablations.py` and plot their held-out accuracy per step.
+
+    python -m evr1.runner.ablations --out runs/ablations --plot docs/ablations.png [--steps N] [--set path=value ...]
+
+Every variant trains with the same seed in `OUT/<variant>/` (a normal run directory), then one
+figure puts their validation accuracies side by side (one panel per validation file) and
+`OUT/summary.md` tabulates them. A data file named `NAME_<modality>.jsonl` (e.g.
+`val_video.jsonl`) is written from `NAME.jsonl`'s records of that modality before training.
+`--reuse` reads the variants already trained with the same config instead of training them again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evr1.errors import ConfigError
+
+VARIANTS = ("mixed", "on_policy", "video_only", "joint", "threshold", "decay")
+_MODALITY_FILE = re.compile(r"^(?P<base>.+)_(?P<modality>video|image|text)$")
+Curves = dict[str, list[dict[str, Any]]]
+
+
+def write_modality_files(paths: Sequence[str]) -> list[Path]:
+    """Each `NAME_<modality>.jsonl` among `paths`, (re)made from `NAME.jsonl`'s records of that modality."""
+    from evr1.data.records import read_records, write_records
+    from evr1.data.samplers import modality_of
+
+    written = []
+    for path in map(Path, paths):
+        match = _MODALITY_FILE.match(path.stem)
+        if match is None:
+            continue
+        source = path.with_name(match["base"] + path.suffix)
+        if not source.is_file():
+            raise ConfigError(f"{path} is made from {source}, which does not exist")
+        records = [r for r in read_records(source) if modality_of(r.modality) == match["modality"]]
+        if not records:
+            raise ConfigError(f"{source} has no {match['modality']} records to write {path.name} from")
+        write_records(records, path)
+        written.append(path)
+    return written
+
+
+def finished_rows(run_dir: Path, exp: Any) -> list[dict[str, Any]] | None:
+    """The metric rows of a complete run of `exp` in `run_dir` (same settings, new defaults aside), else None."""
+    from evr1.run_dir import CONFIG_FILE, load_experiment
+    from evr1.runner.metrics import read_metrics
+
+    if not (run_dir / CONFIG_FILE).is_file() or load_experiment(run_dir) != exp:
+        return None
+    rows = read_metrics(run_dir)
+    done = bool(rows) and rows[-1]["step"] == exp.trainer.steps and (run_dir / "final_model").is_dir()
+    return rows if done else None
+
+
+def run_variant(variant: str, out: Path, overrides: Sequence[str], *, reuse: bool = False) -> list[dict[str, Any]]:
+    """Train `ablations:<variant>` (with `overrides`) from scratch in `out/<variant>`; its metric rows.
+
+    With `reuse`, a finished run of the same config already there is read instead (runs are
+    deterministic on CPU: retraining would repeat it).
+    """
+    from evr1.experiment import apply_overrides, build_experiment
+    from evr1.experiment_files import load_config
+    from evr1.run_dir import write_run_dir
+    from evr1.runner.datasets import ensure_synthetic
+    from evr1.runner.train import train
+
+    cfg, source = load_config(f"ablations:{variant}")
+    applied = apply_overrides(cfg, overrides)
+    exp = build_experiment(cfg)
+    if exp.data.synth is not None:
+        ensure_synthetic(exp.data.synth)
+    write_modality_files([*exp.data.train, *exp.data.val])
+    target = out / variant
+    if reuse and (rows := finished_rows(target, exp)) is not None:
+        print(f"{variant}: reusing the finished run in {target}")
+        return rows
+    if target.exists():
+        shutil.rmtree(target)  # a fresh run: never resume or mix with an older one
+    target.mkdir(parents=True)
+    write_run_dir(target, exp, source, applied)
+    return train(exp, target)
+
+
+def val_keys(curves: Curves) -> list[str]:
+    """The held-out accuracy metrics logged by any variant."""
+    return sorted({k for rows in curves.values() for r in rows for k in r if k.startswith("val/") and k.endswith("/accuracy")})
+
+
+def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    points = [(int(r["step"]), float(r[key])) for r in rows if key in r]
+    return [s for s, _ in points], [v for _, v in points]
+
+
+def plot(curves: Curves, path: Path, title: str) -> Path:
+    """One panel per validation file, one line per variant."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = val_keys(curves)
+    if not keys:
+        raise ConfigError("no variant logged a validation accuracy (set trainer.val_every)")
+    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.8), dpi=120, squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        for i, (variant, rows) in enumerate(curves.items()):  # dashed every other: identical runs stay visible
+            ax.plot(*_series(rows, key), marker="o", markersize=3, linestyle="-" if i % 2 == 0 else "--", label=variant)
+        ax.axhline(0.25, color="grey", linestyle=":", linewidth=1, label="chance (4 options)")
+        ax.set(xlabel="step", ylabel="held-out accuracy", title=key.removeprefix("val/").removesuffix("/accuracy"), ylim=(-0.02, 1.02))
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def summary(curves: Curves) -> str:
+    """A Markdown table per variant and validation file: first, last, best accuracy, the first step at
+    >= 0.9, and the mean step time."""
+    lines = ["| variant | validation | step 0 | last | best | first step >= 0.9 | s/step |", "|---|---|---|---|---|---|---|"]
+    for variant, rows in curves.items():
+        _, times = _series(rows, "timing/step")
+        pace = f"{sum(times) / len(times):.2f}" if times else "-"
+        for key in val_keys(curves):
+            steps, values = _series(rows, key)
+            if values:
+                name = key.removeprefix("val/").removesuffix("/accuracy")
+                reached = next((str(s) for s, v in zip(steps, values) if v >= 0.9), "never")
+                lines.append(
+                    f"| {variant} | {name} | {values[0]:.3f} | {values[-1]:.3f} (step {steps[-1]}) | {max(values):.3f}"
+                    f" | {reached} | {pace} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def run_ablations(
+    out: Path,
+    *,
+    variants: Sequence[str] = VARIANTS,
+    overrides: Sequence[str] = (),
+    plot_path: Path | None = None,
+    reuse: bool = False,
+) -> Curves:
+    """Train every variant, then write the figure (`plot_path`, default `out/ablations.png`) and `out/summary.md`."""
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ConfigError(f"unknown ablation variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
+    out = Path(out)
+    curves = {v: run_variant(v, out, overrides, reuse=reuse) for v in variants}
+    figure = plot(curves, plot_path or out / "ablations.png", f"ablations of the quickstart ({', '.join(overrides) or 'defaults'})")
+    (out / "summary.md").write_text(summary(curves))
+    print(f"figure: {figure}\nsummary: {out / 'summary.md'}")
+    return curves
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m evr1.runner.ablations", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the runs, the summary and (by default) the figure")
+    parser.add_argument("--plot", type=Path, default=None, help="where to write the figure (default OUT/ablations.png)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {', '.join(VARIANTS)}")
+    parser.add_argument("--steps", type=int, default=None, help="training steps per variant (trainer.steps)")
+    parser.add_argument("--val-every", type=int, default=None, help="validation interval (trainer.val_every)")
+    parser.add_argument("--reuse", action="store_true", help="read finished runs of the same config in OUT instead of retraining")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE", help="config override")
+    args = parser.parse_args(argv)
+    overrides = [f"trainer.steps={args.steps}"] if args.steps is not None else []
+    overrides += [f"trainer.val_every={args.val_every}"] if args.val_every is not None else []
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    from evr1.errors import Evr1Error
+
+    try:
+        run_ablations(args.out, variants=variants, overrides=[*overrides, *args.overrides], plot_path=args.plot, reuse=args.reuse)
+    except Evr1Error as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+if __name__ == "__main__":
+    main()

@@ -117,6 +117,9 @@ def actor_objective(
     metrics = {"pg_loss": loss.detach(), **_core_metrics(core, lr.detach(), mask & ~unknown)}
     if offline is not None:
         metrics["offline_token_frac"] = masked_mean(kinds.offline[:, None].expand_as(mask).to(pg.dtype), mask)
+        rows = kinds.offline[:, None]  # aggregation is linear: the two parts add up to pg_loss
+        metrics["pg_loss_offline"] = agg(torch.where(rows, pg, 0.0)).detach()
+        metrics["pg_loss_online"] = agg(torch.where(rows, 0.0, pg)).detach()
     if entropy is not None:
         metrics["entropy"] = masked_mean(entropy.detach(), mask)
     if spec.entropy_coef != 0:

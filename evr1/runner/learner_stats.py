@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from torch import Tensor
 
-SUMMED = frozenset({"loss", "pg_loss"})
+SUMMED = frozenset({"loss", "pg_loss", "pg_loss_offline", "pg_loss_online"})
 EXTREMES = {"ratio_min": min, "ratio_max": max}
 
 

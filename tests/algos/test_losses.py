@@ -149,6 +149,10 @@ def test_offline_unit_weight_and_loss_weight():
     assert loss.item() == pytest.approx((0.5 * -math.log(0.4) - 1.0) / 2)
     assert grad_of(loss, x) == pytest.approx([-0.5 / 2, -1.0 / 2])
     assert m["offline_token_frac"].item() == 0.5
+    # the two rows' separate contributions, which add up to the policy loss
+    assert m["pg_loss_offline"].item() == pytest.approx(0.5 * -math.log(0.4) / 2)
+    assert m["pg_loss_online"].item() == pytest.approx(-1.0 / 2)
+    assert (m["pg_loss_offline"] + m["pg_loss_online"]).item() == pytest.approx(m["pg_loss"].item())
 
 
 def test_known_behaviour_logprobs_are_the_ratio_denominator():

@@ -7,7 +7,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -95,37 +95,56 @@ def _pick(module_or_fn: Any, name: str, variant: str, location: str) -> Callable
     return choices[variant]
 
 
-def resolve(spec: str, root: Path | None = None) -> tuple[Callable[[], fdl.Config], ExperimentSource]:
-    """The experiment function for `NAME[:VARIANT]` and where it was found."""
+def locate(name: str, root: Path | None = None) -> tuple[Any, ExperimentSource]:
+    """The module (or single function) of experiment NAME and where it was found (default variant)."""
     from evr1.registry import EXPERIMENTS
 
-    name, _, variant = spec.partition(":")
-    variant = variant or DEFAULT_VARIANT
     root = root if root is not None else project_root()
     as_path = Path(name)
     if as_path.suffix == ".py":
         if not as_path.is_file():
             raise ConfigError(f"experiment file {name} does not exist")
         path = as_path.resolve()
-        return _pick(_load_file(path), path.stem, variant, str(path)), ExperimentSource(path.stem, variant, "file", str(path), path)
+        return _load_file(path), ExperimentSource(path.stem, DEFAULT_VARIANT, "file", str(path), path)
     if root is not None and (root / "experiments" / f"{name}.py").is_file():
         path = root / "experiments" / f"{name}.py"
-        return _pick(_load_file(path), name, variant, str(path)), ExperimentSource(name, variant, "file", str(path), path)
+        return _load_file(path), ExperimentSource(name, DEFAULT_VARIANT, "file", str(path), path)
     if name in EXPERIMENTS:
         target = EXPERIMENTS.get(name)
         module = target if inspect.ismodule(target) else sys.modules.get(getattr(target, "__module__", ""))
         file = Path(inspect.getfile(module)) if module is not None and getattr(module, "__file__", None) else None
-        return _pick(target, name, variant, f"entry point {name}"), ExperimentSource(name, variant, "entry point", name, file)
+        return target, ExperimentSource(name, DEFAULT_VARIANT, "entry point", f"entry point {name}", file)
     if "." in name and importlib.util.find_spec(name.split(".")[0]) is not None:
         try:
             module = importlib.import_module(name)
         except ImportError as exc:
             raise ConfigError(f"experiment module {name} failed to import: {exc}") from exc
         file = Path(module.__file__) if module.__file__ else None
-        return _pick(module, name, variant, name), ExperimentSource(name, variant, "module", name, file)
+        return module, ExperimentSource(name, DEFAULT_VARIANT, "module", name, file)
     known = known_experiments(root)
     where = f" under {root / 'experiments'}" if root else " (no experiments/ folder found from the current directory)"
     raise ConfigError(f"unknown experiment {name!r}{where}.{suggest(name, known)} Known: {known_list(known)}")
+
+
+def resolve(spec: str, root: Path | None = None) -> tuple[Callable[[], fdl.Config], ExperimentSource]:
+    """The experiment function for `NAME[:VARIANT]` and where it was found."""
+    name, _, variant = spec.partition(":")
+    variant = variant or DEFAULT_VARIANT
+    target, source = locate(name, root)
+    return _pick(target, source.name, variant, source.location), replace(source, variant=variant)
+
+
+def summary(name: str, root: Path | None = None) -> tuple[str, str]:
+    """One line about experiment NAME (its default variant's docstring, else its variants) and its location."""
+    target, source = locate(name, root)
+    choices = {name: target} if inspect.isfunction(target) else variants(target)
+    fn = choices.get(DEFAULT_VARIANT) or (target if inspect.isfunction(target) else None)
+    if fn is not None:
+        doc = (fn.__doc__ or "").strip().splitlines()
+        return (doc[0] if doc else ""), source.location
+    doc = (getattr(target, "__doc__", None) or "").strip().splitlines()
+    lead = f"{doc[0]} " if doc else ""
+    return f"{lead}(variants: {', '.join(sorted(choices))})", source.location
 
 
 def load_config(spec: str, root: Path | None = None) -> tuple[fdl.Config, ExperimentSource]:

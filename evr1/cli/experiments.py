@@ -102,7 +102,7 @@ def list_components(
 ) -> None:
     """List registered components and experiments with a one-line description."""
     from evr1.errors import known_list, suggest
-    from evr1.experiment_files import known_experiments, resolve
+    from evr1.experiment_files import known_experiments, summary
     from evr1.registry import REGISTRIES, RegistrationError
 
     kinds = sorted(REGISTRIES)
@@ -113,9 +113,7 @@ def list_components(
         if registry_name == "experiments":
             for exp in known_experiments():
                 try:
-                    fn, source = resolve(exp)
-                    doc = (fn.__doc__ or "").strip().splitlines()
-                    rows.append((exp, doc[0] if doc else "", source.location))
+                    rows.append((exp, *summary(exp)))
                 except ConfigError as exc:
                     rows.append((exp, f"broken: {exc}", ""))
         else:
@@ -129,8 +127,8 @@ def list_components(
                 rows.append((component, d.summary, "" if d.origin == "builtin" else d.origin))
         console.print(f"[bold]{registry_name}[/bold]")
         width = max((len(name) for name, _, _ in rows), default=0)
-        for name, summary, origin in rows or [("(none)", "", "")]:
-            print(f"  {name:<{width}}  {summary}" + (f"  [{origin}]" if origin else ""))
+        for name, text, origin in rows or [("(none)", "", "")]:
+            print(f"  {name:<{width}}  {text}" + (f"  [{origin}]" if origin else ""))
 
 
 def register(app: typer.Typer) -> None:

@@ -40,6 +40,8 @@ def test_list_shows_registries_and_experiments() -> None:
         assert title in out.stdout
     out = evr1("list", "experiments")
     assert "quickstart" in out.stdout and "Tiny model, synthetic colour questions" in out.stdout
+    assert "(variants: decay, joint, mixed, on_policy, threshold, video_only)" in out.stdout  # no default variant
+    assert "broken" not in out.stdout
     assert_user_error(evr1("list", "reward"), "unknown kind 'reward'. Did you mean 'rewards'?")
 
 

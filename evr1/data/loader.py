@@ -57,6 +57,13 @@ class ProcessedMedia:
         per_patch = -(-len(self.info.frame_indices) // self.info.grid_thw[0])
         return per_patch / self.info.sample_fps
 
+    def processor_inputs(self) -> dict[str, Any]:
+        """This item as the HF processors output it (what `evr1.models.build_prompt` takes)."""
+        if self.kind == "video":
+            return {"pixel_values_videos": self.pixel_values, "video_grid_thw": self.grid_thw,
+                    "video_metadata": self.video_metadata()}
+        return {"pixel_values": self.pixel_values, "image_grid_thw": self.grid_thw}
+
     def video_metadata(self) -> dict[str, Any]:
         """The `video_metadata` HF processors take (Qwen3-VL prompt timestamps come from it)."""
         return {"fps": self.info.video_fps, "frames_indices": list(self.info.frame_indices), "total_num_frames": self.info.total_frames}

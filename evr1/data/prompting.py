@@ -11,7 +11,7 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from evr1.data.loader import MediaLoader, ProcessedMedia
+from evr1.data.loader import MediaLoader
 from evr1.data.records import Record
 from evr1.specs import PromptSpec
 
@@ -24,17 +24,6 @@ def question_text(record: Record, spec: PromptSpec) -> str:
     if spec.instruction:
         parts.append(spec.instruction)
     return "\n".join(parts)
-
-
-def processor_inputs(media: ProcessedMedia) -> dict[str, Any]:
-    """A loaded media item in the form the HF processors output (what `build_prompt` takes)."""
-    if media.kind == "video":
-        return {
-            "pixel_values_videos": media.pixel_values,
-            "video_grid_thw": media.grid_thw,
-            "video_metadata": media.video_metadata(),
-        }
-    return {"pixel_values": media.pixel_values, "image_grid_thw": media.grid_thw}
 
 
 class RecordPrompter:
@@ -54,12 +43,15 @@ class RecordPrompter:
             self.media_loaded += len(media)
             self.cache_hits += sum(m.cache_hit for m in media)
             messages = chat_messages(question_text(record, self.spec), [m.kind for m in media], self.spec.system)
-            self._memo[record.id] = build_prompt(self.processor, messages, [processor_inputs(m) for m in media])
+            self._memo[record.id] = build_prompt(self.processor, messages, [m.processor_inputs() for m in media])
         return self._memo[record.id]
 
     def many(self, records: Sequence[Record]) -> list[Any]:
         return [self(r) for r in records]
 
-    def forget(self) -> None:
-        """Drop memoised prompts (call once per step: a step's media are loaded once, then released)."""
+    def forget(self) -> dict[str, int]:
+        """Drop memoised prompts and return the media counts since the last call (call once per step)."""
+        stats = {"media/loaded": self.media_loaded, "media/cache_hits": self.cache_hits}
         self._memo.clear()
+        self.media_loaded = self.cache_hits = 0
+        return stats

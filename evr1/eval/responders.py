@@ -74,7 +74,7 @@ class EngineResponder:
         try:
             media = self.loader.load(record)
             messages = chat_messages(question, [m.kind for m in media])
-            prompt = build_prompt(self.processor, messages, [media_inputs(m) for m in media])
+            prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media])
         except Exception as exc:  # this sample fails (bad video, prompt error); the run goes on
             return Prepared(record, question, error=f"{type(exc).__name__}: {exc}")
         stamps = next((m.timestamps for m in media if m.kind == "video"), None)
@@ -92,11 +92,3 @@ class EngineResponder:
         decoding = {"greedy": p.greedy, "temperature": p.temperature, "top_p": p.top_p, "top_k": p.top_k, "max_tokens": p.max_tokens}
         return {"responder": "engine", "engine": type(self.engine).__name__, "model": self.model, "prompt_mode": self.mode,
                 "decoding": decoding}
-
-
-def media_inputs(media: Any) -> dict[str, Any]:
-    """A `ProcessedMedia` as the processor-output mapping `build_prompt` takes."""
-    if media.kind == "video":
-        return {"pixel_values_videos": media.pixel_values, "video_grid_thw": media.grid_thw,
-                "video_metadata": media.video_metadata()}
-    return {"pixel_values": media.pixel_values, "image_grid_thw": media.grid_thw}

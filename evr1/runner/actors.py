@@ -77,10 +77,7 @@ class RolloutWorker:
             results = self.engine.generate([prompts[i] for i in chosen], replace(params, n=count))
             for result in results:
                 groups[chosen[result.prompt_index]].append(replace(result, prompt_index=chosen[result.prompt_index]))
-        stats = {"media/loaded": prompter.media_loaded, "media/cache_hits": prompter.cache_hits}
-        prompter.forget()
-        prompter.media_loaded = prompter.cache_hits = 0
-        return groups, stats
+        return groups, prompter.forget()
 
     def load_weights(self, weights: Any) -> int:
         self.engine.load_weights(weights)

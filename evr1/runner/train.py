@@ -46,9 +46,9 @@ class Trainer:
     """Owns the workers and the loop of one run."""
 
     def __init__(self, exp: Experiment, run_dir: Path) -> None:
-        from evr1.data.mixers import Trajectory  # noqa: F401  (fail early if torch is missing)
         from evr1.models import load_processor
         from evr1.registry import MIXERS, SAMPLERS
+        from evr1.rewards import RewardRouter
         from evr1.runner.datasets import ensure_synthetic, train_split, val_splits
 
         self.exp, self.run_dir = exp, Path(run_dir)
@@ -65,8 +65,6 @@ class Trainer:
         self.mixer = MIXERS.get(exp.mixer.name)(exp.mixer, exp.rollout.n, records=self.train.records) if exp.mixer.name else None
         tokenizer = self.processor.tokenizer
         self.stop_token_id = int(tokenizer.convert_tokens_to_ids(tokenizer.eos_token))
-        from evr1.rewards import RewardRouter
-
         self.router = RewardRouter(exp.reward)  # metrics only; scoring runs in the reward workers
         self.kl = None  # the KL penalty on rewards is the driver's; a KL loss term is the learner's
         if exp.algo.kl.enabled and exp.algo.kl.as_reward_penalty:
@@ -211,7 +209,8 @@ class Trainer:
             item.advantages = adv
         items = [item for item, k in zip(items, keep) if k]
         with timer("update"):
-            shards = [items[k :: len(self.learners)] for k in range(len(self.learners))]
+            workers = len(self.learners)  # whole groups per worker, as the learner's mini-batches expect
+            shards = [[item for item in items if item.group_id % workers == k] for k in range(workers)]
             results = self._get([w.update.remote(s) for w, s in zip(self.learners, shards)], step, "learner")
             metrics.update({f"learner/{k}": v for k, v in results[0].items()})
         if self.kl is not None and "kl/mean" in metrics:

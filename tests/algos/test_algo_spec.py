@@ -24,7 +24,8 @@ from evr1.specs import AlgoSpec, KLSpec, OffPolicySpec, OverlongSpec
     ],
 )
 def test_valid_settings(kwargs):
-    AlgoSpec(**kwargs)
+    spec = AlgoSpec(**kwargs)
+    assert {k: getattr(spec, k) for k in kwargs} == kwargs
 
 
 @pytest.mark.parametrize(

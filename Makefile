@@ -11,7 +11,8 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PAIR)
-	$(PY) -m pip install -q -e ".[dev]"
+	# lmms-eval would otherwise move math-verify off the pin the rewards are tested with.
+	$(PY) -m pip install -q -e ".[dev,eval]" math-verify==0.9.0
 	touch $@
 
 setup: $(VENV)/.installed

@@ -17,20 +17,6 @@ def _names(value: str | None) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()] if value else []
 
 
-def _target(target: str) -> tuple[object, object | None]:
-    """(ModelSpec, EvalSpec or None) for a model name / HF directory, or an experiment."""
-    from evr1.registry import MODELS
-    from evr1.specs import ModelSpec
-
-    if target in MODELS or Path(target).expanduser().is_dir():
-        return ModelSpec(name=target), None
-    from evr1.experiment import build_experiment
-    from evr1.experiment_files import load_config
-
-    experiment = build_experiment(load_config(target)[0])
-    return experiment.model, experiment.eval
-
-
 @app.command()
 def run(
     target: Annotated[str, typer.Argument(help="A model (registered name or HF checkpoint directory) or an experiment.")],
@@ -52,14 +38,14 @@ def run(
 ) -> None:
     """Evaluate TARGET on benchmarks; writes samples.jsonl, results.json and results.md under --out."""
     from evr1.errors import Evr1Error
-    from evr1.eval.api import engine_responder, evaluate
+    from evr1.eval.api import engine_responder, evaluate, resolve_target
     from evr1.eval.responders import ScriptedResponder
     from evr1.specs import EvalSpec, JudgeSpec
 
     if responses is not None:
         model, spec = None, EvalSpec()
     else:
-        model, spec = _target(target)
+        model, spec = resolve_target(target)
         spec = spec or EvalSpec()
     video = {k: v for k, v in {"fps": fps, "max_frames": max_frames, "max_pixels": max_pixels}.items() if v is not None}
     updates = {"video": spec.video.model_copy(update=video)} if video else {}
@@ -108,6 +94,24 @@ def fixtures(
 
     counts = write_fixtures(out, _names(benchmarks) or None)
     console.print(f"wrote {sum(counts.values())} items of {len(counts)} benchmarks under {out}")
+
+
+@app.command("lmms-tasks")
+def lmms_tasks(
+    data_root: Annotated[Path, typer.Option(help="Folder holding the benchmark folders.")],
+    out: Annotated[Path, typer.Option(help="Where to write the bound task folders (pass it to lmms-eval --include_path).")],
+    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated names (default: all 22).")] = None,
+    evals: Annotated[Optional[Path], typer.Option(help="Task templates (default: the repository's evals/).")] = None,
+) -> None:
+    """Bind the lmms-eval task folders of evals/ to local data; prints the task names for --tasks."""
+    from evr1.eval.lmms.tasks import bind
+    from evr1.registry import BENCHMARKS
+
+    bound = bind(data_root, out, _names(benchmarks) or BENCHMARKS.names(), evals)
+    for b in bound:
+        skipped = f" (no documents: {', '.join(b.skipped)})" if b.skipped else ""
+        console.print(f"{b.benchmark}: {', '.join(b.names)} — {sum(b.tasks.values())} documents{skipped}")
+    console.print(f"lmms-eval --model evr1 --include_path {out} --tasks {','.join(n for b in bound for n in b.names)}")
 
 
 @app.command("list")

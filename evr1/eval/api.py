@@ -22,6 +22,18 @@ from evr1.eval.runner import RunOptions, evaluate_benchmark
 from evr1.specs import EvalSpec, ModelSpec, RewardSpec
 
 
+def resolve_target(target: str) -> tuple[ModelSpec, EvalSpec | None]:
+    """(ModelSpec, EvalSpec or None) for a registered model, an HF checkpoint directory, or an experiment."""
+    from evr1.experiment import build_experiment
+    from evr1.experiment_files import load_config
+    from evr1.registry import MODELS
+
+    if target in MODELS or Path(target).expanduser().is_dir():
+        return ModelSpec(name=target), None
+    experiment = build_experiment(load_config(target)[0])
+    return experiment.model, experiment.eval
+
+
 def run_settings(spec: EvalSpec, responder: Responder) -> dict[str, Any]:
     """Everything that shapes the answers: frames, pixels, decoding, prompt mode, model."""
     return {

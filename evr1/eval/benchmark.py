@@ -45,8 +45,18 @@ Importer = Callable[[Mapping[str, Any], RowContext], list[dict[str, Any]]]
 
 
 def is_easyvideor1(row: Mapping[str, Any]) -> bool:
-    """An EasyVideoR1 / Video-R1 style row (our training-data format)."""
-    return "problem_type" in row and ("problem" in row or "solution" in row)
+    """An EasyVideoR1 / Video-R1 style row (our training-data format): a known `problem_type` and a problem.
+
+    Official rows may use `problem_type` for their own categories (LongVideo-Reason: "goal", ...);
+    those go to the benchmark's importer.
+    """
+    if "problem_type" not in row or not ("problem" in row or "solution" in row):
+        return False
+    try:
+        ProblemType.parse(row["problem_type"])
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -85,7 +95,7 @@ class Benchmark:
         for item in iter_json_objects(record_files(self.annotation_paths(data_root))):
             if isinstance(item.value, RecordError):
                 raise item.value
-            for record in self._convert(item.value, RowContext(self, item.file, item.line)):
+            for record in self.convert_row(item.value, RowContext(self, item.file, item.line)):
                 here = f"{item.file}:{item.line}"
                 first = seen.setdefault(record.id, here)
                 if first != here:
@@ -93,7 +103,7 @@ class Benchmark:
                 records.append(record)
         return records
 
-    def _convert(self, row: Any, ctx: RowContext) -> list[Record]:
+    def convert_row(self, row: Any, ctx: RowContext) -> list[Record]:
         if not isinstance(row, Mapping):
             raise RecordError(ctx.file, ctx.line, None, f"expected a JSON object, got {type(row).__name__}")
         if is_easyvideor1(row):

@@ -44,7 +44,7 @@ _ALL = [
     Benchmark("vcrbench", "VCR-Bench", "vcrbench", ("vcrbench.json",), "videos", (PT.MULTIPLE_CHOICE, PT.OPEN_ENDED),
               "accuracy over all items (open-ended by judge), by question kind and dimension",
               agg.accuracy("question_kind", "category"), official.vcrbench, routes=JUDGE),
-    Benchmark("videoreasonbench", "VideoReasonBench", "videoreasonbench", ("videoreasonbench.json",), "videos",
+    Benchmark("videoreasonbench", "VideoReasonBench", "videoreasonbench", ("questions", "videoreasonbench.json"), "videos",
               (PT.OPEN_ENDED,), "accuracy by judge, by skill", agg.accuracy("category", "level"),
               official.videoreasonbench, routes=JUDGE),
     Benchmark("longvideo_reason", "LongVideo-Reason", "longvideo_reason", ("longvideo_reason.json",), "videos", MC,

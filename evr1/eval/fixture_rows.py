@@ -95,21 +95,30 @@ FIXTURES: dict[str, dict[str, Any]] = {
         {"key": "mi2", "video_id": "mi", "question": "What count?", **{f"answer_choice_{i}": f"{i}" for i in range(5)},
          "answer_id": 0, "answer": "0", "question_type": "Counting"},
     ]},
-    "vcrbench": {"vcrbench.json": [
-        {"id": 1, "video_path": "vc1.mp4", "question": "What colour is the square?", "multiple-choice": True,
-         "choices": {"A": "red", "B": "blue"}, "answer": "B", "dimension": "fundamental perception"},
-        {"id": 2, "video_path": "vc1.mp4", "question": "Describe the motion.", "multiple-choice": False,
-         "answer": "The square moves to the right.", "dimension": "temporal reasoning"},
+    "vcrbench": {"vcrbench.json": [  # VCR-Bench rows (github.com/zhishuifeiqian/VCR-Bench eval_code/input.json)
+        {"id": 1, "video_path": "video/sample/vc1.mp4", "duration": 4, "dimension": "Video Plot Analysis",
+         "question": "What colour is the square?A. red\nB. blue\nC. green\nD. yellow\n", "multiple-choice": True,
+         "choices": {"A": "red", "B": "blue", "C": "green", "D": "yellow"}, "answer": "B",
+         "reasoning": ["1. 0:00-0:04, a blue square is shown."]},
+        {"id": 2, "video_path": "video/sample/vc1.mp4", "duration": 4, "dimension": "Temporal Spatial Reasoning",
+         "question": "Describe the motion.", "multiple-choice": False, "choices": {"A": "", "B": "", "C": "", "D": ""},
+         "answer": "The square moves to the right.", "reasoning": ["1. 0:00-0:04, the square moves to the right."]},
     ]},
-    "videoreasonbench": {"videoreasonbench.json": [
-        {"id": "r1", "video": "vr1.mp4", "question": "What is the final state?", "answer": "three cups", "skill": "infer", "level": 1},
-        {"id": "r2", "video": "vr1.mp4", "question": "Where is the ball?", "answer": "under the left cup", "skill": "recall", "level": 2},
-    ]},
+    "videoreasonbench": {"videoreasonbench.json": {  # questions/<demo>.json of github.com/llyx97/video_reason_bench
+        "state1_op5_order_operation_start": {
+            "video": "videos/cup/state1_op5_start.mp4", "question": "What are the 1st to 3rd moves?",
+            "answer": "1st: (a1, b2)\n2nd: (c2, b1)\n3rd: (a3, c1)", "dim": "order_operation", "num_state": 1,
+            "num_operation": 5, "visible_time": "start"},
+        "state1_op5_comparison_state_start": {
+            "video": "videos/cup/state1_op5_start.mp4", "question": "How many coins differ from the start?",
+            "answer": "2", "dim": "comparison_state", "num_state": 1, "num_operation": 5, "visible_time": "start"},
+    }},
+    # test.jsonl of huggingface.co/datasets/LongVideo-Reason/longvideo-reason (`problem_type` is its category).
     "longvideo_reason": {"longvideo_reason.json": [
-        {"id": "lr1", "video": "lr1.mp4", "question": "Why does it stop?", "options": ["A. a", "B. b", "C. c", "D. d", "E. e"],
-         "answer": "E", "category": "causal"},
-        {"id": "lr2", "video": "lr1.mp4", "question": "What comes next?", "options": ["A. a", "B. b", "C. c", "D. d"],
-         "answer": "C", "category": "temporal"},
+        {"problem_id": 0, "problem_type": "goal", "data_type": "video", "videos": "longvila_videos/lr1.mp4", "reasoning": "Checking the video...",
+         "problem": "Why does it stop?\nA. a\nB. b\nC. c\nD. d\nE. e", "answer": "<answer>E</answer>"},
+        {"problem_id": 1, "problem_type": "plot", "data_type": "video", "videos": "longvila_videos/lr1.mp4", "reasoning": "Analyzing the scene...",
+         "problem": "What comes next?\nA. a\nB. b\nC. c\nD. d", "answer": "<answer>C</answer>"},
     ]},
     "mmvu": {"validation.json": [
         {"id": "mu1", "video_path": "mu1.mp4", "question": "Which law applies?", "question_type": "multiple-choice",
@@ -157,11 +166,11 @@ FIXTURES: dict[str, dict[str, Any]] = {
         {"id": "c2", "video": "ch1.mp4", "caption": "a person sits down", "timestamp": [0.0, 2.0]},
         {"id": "c3", "video": "ch1.mp4", "caption": "a person laughs", "timestamp": [2.0, 4.0]},
     ]},
-    "stvg": {"test.json": {
-        "st1.mp4": {"st_frame": 4, "ed_frame": 12, "img_num": 16, "duration": 4.0, "st_time": 1.0, "ed_time": 3.0,
-                    "img_hw": [48, 64], "caption": "the man walks", "bbox": [[10, 10, 20, 20]] * 9},
-        "st2.mp4": {"st_frame": 0, "ed_frame": 8, "img_num": 16, "duration": 4.0, "st_time": 0.0, "ed_time": 2.0,
-                    "img_hw": [48, 64], "caption": "the woman sits", "bbox": [[0, 0, 32, 24]] * 9},
+    "stvg": {"test.json": {  # HC-STVG: img_num = fps * 20 (here 4 fps), st_frame 1-based, bbox [x, y, w, h] per frame
+        "st1.mp4": {"st_frame": 5, "img_num": 80, "st_time": 1.0, "ed_time": 3.0, "width": 64, "height": 48,
+                    "caption": "the man walks", "bbox": [[10, 10, 20, 20]] * 9},
+        "st2.mp4": {"st_frame": 1, "img_num": 80, "st_time": 0.0, "ed_time": 2.0, "width": 64, "height": 48,
+                    "caption": "the woman sits", "bbox": [[0, 0, 32, 24]] * 9},
     }},
     "ovobench": {"ovo_bench_new.json": [
         {"id": 1, "task": "EPM", "video": "o1.mp4", "realtime": 3.0, "question": "What did I pick up?", "options": ["cup", "pen"], "gt": 1},
@@ -178,10 +187,10 @@ FIXTURES: dict[str, dict[str, Any]] = {
         {"id": "d2", "video": "d1.mp4", "question": "What next?", "options": ["A. stop", "B. go", "C. turn"], "answer": "A",
          "task": "prediction", "subtask": "ego action"},
     ]},
-    "livesports3k_qa": {"qa.json": [
-        {"id": "s1", "video": "s1.mp4", "question": "Who scores?", "options": ["A. a", "B. b", "C. c", "D. d"], "answer": "C",
-         "question_type": "who"},
-        {"id": "s2", "video": "s1.mp4", "question": "When?", "options": ["A. a", "B. b", "C. c", "D. d"], "answer": "D",
-         "question_type": "when"},
+    "livesports3k_qa": {"qa.json": [  # fields read by LiveCC's evaluation/livesports3kqa script
+        {"video_id": "s1", "question_id": "s1_e1_q1", "q_type": "Who", "OCR": 0, "question": "Who scores?",
+         "options": ["A. a", "B. b", "C. c", "D. d"], "answer": "C", "video_start": 0.5, "video_end": 3.5},
+        {"video_id": "s1", "question_id": "s1_e2_q1", "q_type": "When", "OCR": 1, "question": "When?",
+         "options": ["A. a", "B. b", "C. c", "D. d"], "answer": "D", "video_start": 1.0, "video_end": 4.0},
     ]},
 }

@@ -167,18 +167,25 @@ def minerva(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 
 
 def longvideo_reason(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    return [mc(row["id"], row["question"], option_list(row["options"]), row["answer"], [video(ctx, row["video"])],
-               category=row.get("category"))]
+    """A row of LongVideo-Reason's `test.jsonl`: options inside `problem`, `answer` as `<answer>X</answer>`,
+    `videos` relative to the folder holding `longvila_videos/`, `problem_type` the category (e.g. "goal")."""
+    question, options = split_embedded(row["problem"])
+    answer = re.sub(r"</?answer>", "", str(row["answer"])).strip()
+    return [mc(row["problem_id"], question, options, answer, [video(ctx, row["videos"])], category=row.get("problem_type"))]
 
 
 def odvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """Assumed fields (the official ODV-Bench annotation format was not available to verify)."""
     return [mc(row["id"], row["question"], option_list(row["options"]), row["answer"], [video(ctx, row["video"])],
                task=row.get("task"), subtask=row.get("subtask"))]
 
 
 def livesports(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    return [mc(row["id"], row["question"], option_list(row["options"]), row["answer"], [video(ctx, row["video"])],
-               category=row.get("question_type"), ocr=row.get("ocr"))]
+    """A LiveSports-3K QA row as the LiveCC evaluation code reads it: four "A. x" options, a letter answer,
+    `q_type`, `OCR` (0/1), and the question's span `video_start`/`video_end` of the full video `<video_id>.mp4`."""
+    media = [video(ctx, _mp4(row["video_id"]), row.get("video_start"), row.get("video_end"))]
+    return [mc(row["question_id"], row["question"], option_list(row["options"]), row["answer"], media,
+               category=row.get("q_type"), ocr=row.get("OCR"))]
 
 
 # -- reasoning, knowledge, math -----------------------------------------------------------------
@@ -190,15 +197,45 @@ def _mc_or_open(rid: Any, question: str, choices: Any, answer: Any, media: list[
     return plain(rid, question, "open_ended", answer, media, **meta)
 
 
+def _without_choices(question: str, options: Sequence[str]) -> str:
+    """The question stem, where VCR-Bench repeats the choices after it ("...?A. x\nB. y")."""
+    at = question.find(f"A. {options[0]}")
+    return question[:at] if at > 0 else question
+
+
 def vcrbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    kind = "multiple-choice" if row.get("multiple-choice", bool(row.get("choices"))) else "open-ended"
-    return [_mc_or_open(row["id"], row["question"], row.get("choices") if kind == "multiple-choice" else None,
-                        row["answer"], [video(ctx, row["video_path"])], category=row.get("dimension"), question_kind=kind)]
+    """A VCR-Bench row: `multiple-choice` flag, `choices` {"A".."D"} (empty strings when open-ended), `answer`
+    a letter or free text, `dimension`, `duration`; the MC question text repeats the choices."""
+    media, meta = [video(ctx, row["video_path"])], {"category": row.get("dimension"), "duration": row.get("duration")}
+    if row["multiple-choice"]:
+        choices = row["choices"]
+        options = [str(choices[k]).strip() for k in sorted(choices) if str(choices[k]).strip()]
+        return [mc(row["id"], _without_choices(str(row["question"]), options), options, row["answer"], media,
+                   question_kind="multiple-choice", **meta)]
+    return [plain(row["id"], row["question"], "open_ended", row["answer"], media, question_kind="open-ended", **meta)]
+
+
+VIDEOREASON_SKILLS = {  # `dim` -> (skill, level), as in the VideoReasonBench paper and its utils/show_results.py
+    "order_operation": ("Recall Order", 1), "counting_operation": ("Recall Count", 1),
+    "order_state": ("Infer State", 2), "counting_state": ("Infer State", 2), "comparison_state": ("Compare State", 2),
+    "prediction_state": ("Predict State", 3), "prediction_operation": ("Predict Operation", 3),
+}
 
 
 def videoreasonbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    return [plain(row["id"], row["question"], "open_ended", row["answer"], [video(ctx, row["video"])],
-                  category=row.get("skill"), level=row.get("level"))]
+    """One `questions/<demo>.json` object (question key -> row), or several merged with `<demo>_<key>` keys as
+    the official loader does; `video` is "videos/<demo>/<name>.mp4" (the media folder holds `<demo>/`)."""
+    out = []
+    for key, item in row.items():
+        if item["dim"] not in VIDEOREASON_SKILLS:
+            raise ValueError(f"question {key!r}: unknown VideoReasonBench dim {item['dim']!r}; known: {sorted(VIDEOREASON_SKILLS)}")
+        path = str(item["video"]).removeprefix("videos/")
+        demo = PurePath(path).parent.name
+        skill, level = VIDEOREASON_SKILLS[item["dim"]]
+        rid = key if key.startswith(f"{demo}_") else f"{demo}_{key}"
+        out.append(plain(rid, item["question"], "open_ended", item["answer"], [video(ctx, path)],
+                         category=skill, level=level, demo=demo))
+    return out
 
 
 def mmvu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
@@ -246,21 +283,26 @@ def charades_sta(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     return [plain(rid, question, "temporal_grounding", {"time": [start, end]}, [video(ctx, row["video"])], **meta)]
 
 
+HCSTVG_SECONDS = 20.0  # every HC-STVG clip lasts 20 s; `img_num` = fps * 20 (the HC-STVG README)
+
+
 def stvg(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    """An HC-STVG v2 style file: one object keyed by video file, boxes `[x, y, w, h]` per frame."""
+    """An HC-STVG (v1/v2) file: one object keyed by video file; `bbox` holds `[x, y, w, h]` for each frame from
+    `st_frame` (1-based) on; one reference box per whole second of the span is kept, as `[x1, y1, x2, y2]`."""
     out = []
     for name, ann in row.items():
-        fps = float(ann["img_num"]) / float(ann["duration"]) if ann.get("duration") else float(ann.get("fps", 1.0))
+        fps = float(ann["img_num"]) / HCSTVG_SECONDS
         boxes: dict[str, list[float]] = {}
         for offset, (x, y, w, h) in enumerate(ann["bbox"]):
-            second = (int(ann["st_frame"]) + offset) / fps
-            if abs(second - round(second)) < 0.5 / fps:  # one box per second of the span
+            second = (int(ann["st_frame"]) - 1 + offset) / fps
+            if abs(second - round(second)) < 0.5 / fps:
                 boxes[f"{round(second):g}"] = [x, y, x + w, y + h]
         answer = {"time": [float(ann["st_time"]), float(ann["ed_time"])], "boxes": boxes}
-        question = f'Find when and where this happens, and track the person: "{str(ann["caption"]).strip()}"'
-        height, width = ann.get("img_hw", (None, None))
+        caption = str(ann.get("caption", ann.get("English", ""))).strip()
+        question = f'Find when and where this happens, and track the person: "{caption}"'
+        height, width = ann["img_size"] if "img_size" in ann else (ann.get("height"), ann.get("width"))
         out.append(plain(PurePath(name).stem, question, "spatial_temporal_grounding", answer, [video(ctx, name)],
-                         height=height, width=width, category=ann.get("category")))
+                         height=height, width=width))
     return out
 
 

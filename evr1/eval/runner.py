@@ -107,11 +107,14 @@ class RunOptions:
     prefetch: int = 8  # samples prepared ahead of the one being generated
 
 
-def _score_batch(batch: Sequence[Prepared], responses: Sequence[str], router: RewardRouter) -> list[tuple[float, dict[str, float], str | None]]:
-    inputs = [
-        RewardInput.from_record(p.record, text, frame_timestamps=p.frame_timestamps)
-        for p, text in zip(batch, responses)
-    ]
+Scored = tuple[float, dict[str, float], str | None]  # accuracy, components (no format), error
+
+
+def score_responses(records: Sequence[Record], responses: Sequence[str], router: RewardRouter,
+                    frame_timestamps: Sequence[tuple[float, ...] | None] | None = None) -> list[Scored]:
+    """Score each response to its record; a scorer failure or "not applicable" scores 0 with `error` set."""
+    stamps = frame_timestamps if frame_timestamps is not None else [None] * len(records)
+    inputs = [RewardInput.from_record(r, text, frame_timestamps=t) for r, text, t in zip(records, responses, stamps)]
     out = []
     for output in router.score(inputs):
         error = output.error or (None if output.applicable else "scorer not applicable to this sample")
@@ -120,16 +123,20 @@ def _score_batch(batch: Sequence[Prepared], responses: Sequence[str], router: Re
     return out
 
 
-def _row(bench: Benchmark, p: Prepared, response: str | None, scored: tuple[float, dict[str, float], str | None] | None,
-         sid: str) -> dict[str, Any]:
-    score, components, error = scored if scored is not None else (0.0, {}, p.error)
-    parsed = parsed_answer(p.record, response) if response is not None else None
+def sample_row(bench: Benchmark, record: Record, response: str | None, scored: Scored) -> dict[str, Any]:
+    """The scored sample as the benchmark's aggregation reads it (`score`, `components`, `error`, `meta`, ...)."""
+    score, components, error = scored
+    parsed = parsed_answer(record, response) if response is not None else None
     return {
-        "id": p.record.id, "benchmark": bench.name, "problem_type": p.record.problem_type.value,
-        "prompt_hash": p.prompt_hash, "response": response, "parsed": parsed, "answer": p.record.answer,
-        "score": score, "components": components, "error": error, "meta": p.record.meta, "settings_id": sid,
-        "cache_hits": p.cache_hits,
+        "id": record.id, "benchmark": bench.name, "problem_type": record.problem_type.value, "response": response,
+        "parsed": parsed, "answer": record.answer, "score": score, "components": components, "error": error,
+        "meta": record.meta,
     }
+
+
+def _row(bench: Benchmark, p: Prepared, response: str | None, scored: Scored | None, sid: str) -> dict[str, Any]:
+    row = sample_row(bench, p.record, response, scored if scored is not None else (0.0, {}, p.error))
+    return {**row, "prompt_hash": p.prompt_hash, "settings_id": sid, "cache_hits": p.cache_hits}
 
 
 def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responder, samples: Path, sid: str,
@@ -143,7 +150,9 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
         for batch in batched(prepared, options.batch_size):
             ready = [p for p in batch if p.error is None]
             responses = dict(zip((p.record.id for p in ready), responder.respond(ready))) if ready else {}
-            scores = dict(zip(responses, _score_batch(ready, list(responses.values()), router))) if ready else {}
+            scored = score_responses([p.record for p in ready], list(responses.values()), router,
+                                     [p.frame_timestamps for p in ready]) if ready else []
+            scores = dict(zip(responses, scored))
             for p in batch:
                 row = _row(bench, p, responses.get(p.record.id), scores.get(p.record.id), sid)
                 rows[row["id"]] = row

@@ -1,0 +1,146 @@
+"""lmms-eval task functions for the benchmarks evr1 scores itself (the task folders without `evr1_stock`).
+
+    doc_to_messages: !function evr1.eval.lmms.scoring.doc_to_messages
+    process_results: !function evr1.eval.lmms.scoring.process_results
+    metric_list: [{metric: stvg, aggregation: !function evr1.eval.lmms.scoring.aggregate, higher_is_better: true}]
+
+A document carries its record (`evr1_record`, `evr1_media`: see `evr1.eval.lmms.tasks`). The prompt is evr1's own
+(`evr1.eval.prompting.question_text`, mode from `lmms_eval_specific_kwargs.prompt_mode`); each
+response is scored by the benchmark's reward router (`evr1.eval.runner.score_responses`) into the
+sample row evr1's evaluator writes, and the rows are aggregated by the benchmark's official rule
+(`Benchmark.aggregate`): the numbers equal `evr1.eval.api.evaluate`'s. Failed or unparseable
+answers score 0 and stay in every denominator.
+
+`process_results` gives the row under the benchmark's name (the headline score, `aggregate`) and
+under those named metrics of its aggregate that have an aggregation here (`NAMED_METRICS`: STVG's
+`tIoU`, `box_IoU`).
+Open-ended answers are judged by an OpenAI-compatible endpoint set by the environment
+(lmms-eval passes task functions nothing else): `EVR1_JUDGE_URL`, `EVR1_JUDGE_MODEL`, and the
+key, if any, in `EVR1_JUDGE_API_KEY`. A judged question without them is a ConfigError naming them,
+raised by `doc_to_messages` (the evr1 models read every request's messages before generating)
+and by `process_results`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from evr1.data.records import Record
+from evr1.errors import ConfigError, Evr1Error
+from evr1.eval.benchmark import Benchmark
+from evr1.eval.prompting import PromptMode, question_text
+
+JUDGE_URL_ENV, JUDGE_MODEL_ENV, JUDGE_KEY_ENV = "EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL", "EVR1_JUDGE_API_KEY"
+MODES: tuple[PromptMode, ...] = ("direct", "reason")
+
+
+def benchmark_of(name: str) -> Benchmark:
+    from evr1.registry import BENCHMARKS
+
+    return BENCHMARKS.get(name)
+
+
+def doc_record(doc: Mapping[str, Any]) -> Record:
+    """The record a document was made from (`evr1_record` + `evr1_media`; nulls the JSON loader added dropped)."""
+    fields = dict(doc["evr1_record"])
+    media = [{"kind": m["type"], "path": m["path"], "start": m.get("video_start"), "end": m.get("video_end")}
+             for m in doc["evr1_media"]]
+    fields.update(media=media, meta={k: v for k, v in (fields.get("meta") or {}).items() if v is not None})
+    try:
+        return Record.model_validate(fields)
+    except ValidationError as exc:
+        raise Evr1Error(f"lmms-eval document {doc.get('evr1_id')!r}: not an evr1 record: {exc.errors()[0]['msg']}"
+                        f" at {exc.errors()[0]['loc']}") from None
+
+
+def prompt_mode(kwargs: Mapping[str, Any] | None) -> PromptMode:
+    mode = (kwargs or {}).get("prompt_mode", "direct")
+    if mode not in MODES:
+        raise ConfigError(f"lmms_eval_specific_kwargs.prompt_mode: {mode!r} is not one of {list(MODES)}")
+    return mode
+
+
+def doc_to_text(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> str:
+    """The question as evr1's evaluator words it (options lettered, answer instruction)."""
+    return question_text(doc_record(doc), prompt_mode(lmms_eval_specific_kwargs))
+
+
+def doc_to_messages(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One user turn: the media (clips with `start_time`/`end_time`), then the question text.
+
+    A question the judge scores fails here when no judge is set, before the evr1 models generate.
+    """
+    judge_spec(benchmark_of(doc["evr1_benchmark"]), [doc["evr1_record"]["problem_type"]])
+    content: list[dict[str, Any]] = []
+    for m in doc["evr1_media"]:
+        item: dict[str, Any] = {"type": m["type"], "url": m["path"]}
+        if m.get("video_start") is not None:
+            item["start_time"] = m["video_start"]
+        if m.get("video_end") is not None:
+            item["end_time"] = m["video_end"]
+        content.append(item)
+    content.append({"type": "text", "text": doc_to_text(doc, lmms_eval_specific_kwargs)})
+    return [{"role": "user", "content": content}]
+
+
+# -- scoring --------------------------------------------------------------------------------------
+
+
+def needs_judge(bench: Benchmark, problem_type: str) -> bool:
+    return any(t.value == problem_type and name.endswith("_judge") for t, name in bench.routes.items())
+
+
+def judge_spec(bench: Benchmark, problem_types: Sequence[str]) -> Any:
+    """The judge from the environment; a ConfigError naming the variables when a judged type lacks it."""
+    from evr1.specs import JudgeSpec
+
+    url, model = os.environ.get(JUDGE_URL_ENV), os.environ.get(JUDGE_MODEL_ENV)
+    judged = sorted({t for t in problem_types if needs_judge(bench, t)})
+    if judged and not (url and model):
+        raise ConfigError(
+            f"benchmark {bench.name!r} scores {', '.join(judged)} answers with an LLM judge: set {JUDGE_URL_ENV}"
+            f" (an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1) and {JUDGE_MODEL_ENV} (its model name);"
+            f" {JUDGE_KEY_ENV} if it needs a key"
+        )
+    return JudgeSpec(base_url=url, model=model, api_key_env=JUDGE_KEY_ENV if os.environ.get(JUDGE_KEY_ENV) else None)
+
+
+def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Score the response with the benchmark's router; the sample row under each metric key."""
+    from evr1.eval.api import make_router
+    from evr1.eval.runner import sample_row, score_responses
+    from evr1.specs import EvalSpec
+
+    bench, record = benchmark_of(doc["evr1_benchmark"]), doc_record(doc)
+    response = results[0] if results else ""
+    router = make_router(bench, EvalSpec(judge=judge_spec(bench, [record.problem_type.value])), [record])
+    row = sample_row(bench, record, response, score_responses([record], [response], router)[0])
+    named = [m for m in bench.aggregate([row]).metrics if m in NAMED_METRICS]
+    return {key: row for key in (bench.name, *named)}
+
+
+# -- aggregation ----------------------------------------------------------------------------------
+
+
+def aggregate(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The benchmark's headline official score (percent)."""
+    return benchmark_of(rows[0]["benchmark"]).aggregate(rows).score
+
+
+def named_metric(name: str) -> Callable[[Sequence[Mapping[str, Any]]], float]:
+    """An aggregation giving the benchmark's named metric `name` (percent)."""
+
+    def metric(rows: Sequence[Mapping[str, Any]]) -> float:
+        return benchmark_of(rows[0]["benchmark"]).aggregate(rows).metrics[name]
+
+    metric.__name__ = metric.__qualname__ = f"aggregate_{name}"
+    return metric
+
+
+tiou = named_metric("tIoU")
+box_iou = named_metric("box_IoU")
+NAMED_METRICS = {"tIoU": tiou, "box_IoU": box_iou}  # the named metrics a task may aggregate besides the headline

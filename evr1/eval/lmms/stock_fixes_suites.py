@@ -1,0 +1,168 @@
+"""Replacements for stock lmms-eval 0.7.3 functions of MVBench, TempCompass, MMVU, Video-MMMU, VideoMathQA,
+VSI-Bench, Charades-STA and OVO-Bench that cannot work on local data or disagree with the official metric.
+
+Each item is scored as `evr1 eval` scores it (`evr1.eval.lmms.scoring`: the benchmark's reward router,
+open-ended answers by the judge set in `EVR1_JUDGE_URL` / `EVR1_JUDGE_MODEL`) into evr1's sample row;
+empty or unparseable answers score 0 and stay in every denominator. Aggregations are evr1's official
+rules (`evr1.eval.aggregate`), in percent. TempCompass captioning keeps the stock judge (it answers a
+multiple-choice question from the caption, the official protocol), but a judge failure raises.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evr1.errors import ConfigError, Evr1Error
+from evr1.eval import aggregate as agg
+
+Doc = Mapping[str, Any]
+Row = dict[str, Any]
+
+
+def response_of(results: Sequence[Any]) -> str:
+    first = results[0] if results else ""
+    if isinstance(first, list):  # some lmms-eval paths wrap the generation once more
+        first = first[0] if first else ""
+    return "" if first is None else str(first)
+
+
+def row(doc: Doc, results: Sequence[Any]) -> Row:
+    """The scored item as evr1's evaluator writes it (`score`, `meta`, `components`, `error`, ...)."""
+    from evr1.eval.lmms import scoring
+
+    return scoring.process_results(doc, [response_of(results)])[doc["evr1_benchmark"]]
+
+
+def percent(rows: Sequence[Row]) -> float:
+    """Accuracy over every item (unanswered ones included)."""
+    return agg.accuracy()(rows).score
+
+
+# -- MVBench: divide by every item, not the answered ones ----------------------------------------
+
+
+def mvbench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    return {"mvbench_accuracy": row(doc, results)}
+
+
+# -- TempCompass: rule-matched or unmatched, never a silent remote call --------------------------
+
+
+def tempcompass_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    """multi-choice, yes_no, caption_matching: evr1's scorer; the stock aggregation reads `rating`."""
+    item = row(doc, results)
+    item["rating"] = int(item["score"] >= 1.0)
+    return {"avg_accuracy": item, f"{doc['dim']}_accuracy": item}
+
+
+def tempcompass_process_results_captioning(doc: Doc, results: Sequence[Any]) -> dict[str, Any]:
+    """captioning: the stock judge (gpt-3.5 via OPENAI_API_KEY); its failure (rating -1) raises."""
+    from lmms_eval.tasks.tempcompass import utils as stock
+
+    response = response_of(results)
+    if not response.strip():  # nothing to judge: wrong
+        item = {"id": doc["evr1_id"], "response": response, "score": 0.0, "rating": 0, "meta": doc["evr1_record"]["meta"]}
+        return {"avg_accuracy": item, f"{doc['dim']}_accuracy": item}
+    if os.getenv("API_TYPE", "openai") == "openai" and not os.getenv("OPENAI_API_KEY"):
+        raise ConfigError(f"TempCompass captioning item {doc.get('evr1_id')!r} needs the stock LLM judge: set OPENAI_API_KEY (and OPENAI_API_URL)")
+    out = stock.tempcompass_process_results_captioning(doc, [response])
+    if out["avg_accuracy"]["rating"] == -1:
+        raise Evr1Error(f"TempCompass captioning item {doc.get('evr1_id')!r}: the LLM judge at {stock.API_URL} gave no answer")
+    return out
+
+
+# -- MMVU: strict letters, a judge that fails loudly, every item counted ----------------------------
+
+
+def mmvu_process_docs(docs: Any) -> Any:
+    """Fail before any generation when open-ended items need a judge and none is set (docs unchanged)."""
+    from evr1.eval.lmms import scoring
+
+    scoring.judge_spec(scoring.benchmark_of("mmvu"), [r["problem_type"] for r in docs["evr1_record"]])
+    return docs
+
+
+def mmvu_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    return {"accuracy": row(doc, results)}
+
+
+# -- Video-MMMU: no id parsing, empty answers stay in the denominator ----------------------------
+
+
+def video_mmmu_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    return {"mmmu_acc": row(doc, results)}
+
+
+# -- VideoMathQA ----------------------------------------------------------------------------------
+
+
+def videomathqa_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    return {"videomathqa_perception_score": row(doc, results)}
+
+
+def videomathqa_mbin(rows: Sequence[Row]) -> float:
+    """MBin: the share of questions whose binary pairs are all right."""
+    return agg.videomath()(rows).metrics["MBin"]
+
+
+# -- VSI-Bench: MRA for numbers, overall = mean of the per-task scores ----------------------------
+
+_VSI_MERGED = "object_rel_direction"  # its easy/medium/hard types are one task (mean of the three)
+
+
+def vsi_task(question_type: str) -> str:
+    return _VSI_MERGED if question_type.startswith(_VSI_MERGED) else question_type
+
+
+def vsibench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    item = row(doc, results)
+    task = vsi_task(str(doc["question_type"]))
+    item["meta"] = {**item["meta"], "vsi_task": task, "question_type": doc["question_type"]}
+    kind = "mra" if item["problem_type"] == "regression" else "accuracy"
+    return {"vsibench_overall": item, f"{task}_{kind}": item}
+
+
+def vsibench_score(rows: Sequence[Row]) -> float:
+    """Mean over tasks of each task's score (object_rel_direction: mean of its three difficulty types)."""
+    return agg.nested_macro("vsi_task", "question_type")(rows).score
+
+
+# -- Charades-STA: one IoU per item (no de-duplication by caption), mIoU and R@IoU -----------------
+
+
+def charades_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    item = row(doc, results)
+    return {name: item for name in ("charades_sta_IOU@3", "charades_sta_IOU@5", "charades_sta_IOU@7", "charades_sta_mIOU")}
+
+
+GROUNDING = agg.grounding((0.3, 0.5, 0.7))
+
+
+def charades_miou(rows: Sequence[Row]) -> float:
+    return GROUNDING(rows).metrics["mIoU"]
+
+
+def charades_r03(rows: Sequence[Row]) -> float:
+    return GROUNDING(rows).metrics["R@0.3"]
+
+
+def charades_r05(rows: Sequence[Row]) -> float:
+    return GROUNDING(rows).metrics["R@0.5"]
+
+
+def charades_r07(rows: Sequence[Row]) -> float:
+    return GROUNDING(rows).metrics["R@0.7"]
+
+
+# -- OVO-Bench: one request per probe, macro over tasks, no files written ------------------------
+
+
+def ovobench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    return {"ovobench_score": row(doc, results)}
+
+
+def ovobench_category_score(rows: Sequence[Row]) -> float:
+    """Mean over the category's tasks (EPM, ASI, ...) of each task's accuracy."""
+    return agg.macro("task")(rows).score

@@ -1,0 +1,231 @@
+"""Bind the task folders of `evals/` to a data root, so lmms-eval runs them on local data.
+
+    evr1 eval lmms-tasks --data-root DATA --out TASKS
+    lmms-eval --model evr1 --model_args model=... --include_path TASKS --tasks evr1_videomme
+
+Every `evals/<benchmark>/*.yaml` is a template: an lmms-eval task (or group) config with two keys of
+ours. `evr1_stock: videomme/videomme.yaml` names the stock task it extends (a path under lmms-eval's
+`tasks/`), which becomes an `include:` of that file; its prompts, scoring and aggregation are used
+unless the template overrides them. `evr1_subset: action_sequence` keeps only the documents of that
+subset (one task of a group). Binding writes, under `<out>/<benchmark>/`, each template with its
+dataset set to a local JSONL of documents (`test` split) and the other files of the folder
+(`utils.py`, ...). Groups keep only the tasks that have documents.
+
+A document is made from each record of the benchmark (its importer reads the official or
+EasyVideoR1 annotations) by the benchmark's converter, which also sees the raw annotation row
+(the stock task's fields), plus our keys: `evr1_id`, `evr1_benchmark`, `evr1_subset`,
+`evr1_record` (the record's fields) and `evr1_media` (absolute paths and clip bounds), which
+`doc_to_visual` gives to the model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evr1.data.records import Record, RecordError, iter_json_objects, record_files
+from evr1.errors import ConfigError, Evr1Error
+
+Converter = Callable[[Record, Mapping[str, Any]], dict[str, Any]]
+EVALS_DIR = Path(__file__).resolve().parents[3] / "evals"
+STOCK_KEY, SUBSET_KEY, SUBSET_FIELD = "evr1_stock", "evr1_subset", "evr1_subset"
+
+
+# -- YAML with lmms-eval's `!function` tags kept as they are --------------------------------------
+
+
+@dataclass(frozen=True)
+class Function:
+    """An `!function module.name` reference, kept verbatim."""
+
+    name: str
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Loader.add_constructor("!function", lambda loader, node: Function(loader.construct_scalar(node)))
+_Dumper.add_representer(Function, lambda dumper, f: dumper.represent_scalar("!function", f.name))
+
+
+def read_template(path: Path) -> dict[str, Any]:
+    try:
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError as exc:
+        raise Evr1Error(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(config, dict):
+        raise Evr1Error(f"{path}: expected a mapping (an lmms-eval task config)")
+    return config
+
+
+def write_config(path: Path, config: Mapping[str, Any]) -> None:
+    path.write_text(yaml.dump(dict(config), Dumper=_Dumper, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+# -- documents ------------------------------------------------------------------------------------
+
+
+def media_fields(record: Record, data_root: Path) -> list[dict[str, Any]]:
+    """The record's media with absolute paths and clip bounds (`evr1_media`)."""
+    out = []
+    for ref in record.media:
+        item: dict[str, Any] = {"type": ref.kind, "path": str((data_root / ref.path).resolve())}
+        if ref.start is not None:
+            item["video_start"] = ref.start
+        if ref.end is not None:
+            item["video_end"] = ref.end
+        out.append(item)
+    return out
+
+
+def doc_to_visual(doc: Mapping[str, Any]) -> list[Any]:
+    """lmms-eval visuals of a bound document: paths, or `{path, video_start, video_end}` for clips."""
+    return [m if "video_start" in m or "video_end" in m else m["path"] for m in doc["evr1_media"]]
+
+
+def record_doc(record: Record, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The default converter: the record itself (for tasks scored by `evr1.eval.lmms.scoring`)."""
+    return record.model_dump(mode="json", exclude={"media", "offline_response", "offline_logprobs"})
+
+
+def converters() -> dict[str, Converter]:
+    """Converters of the benchmarks that extend a stock lmms-eval task (the rest use `record_doc`)."""
+    from evr1.eval.lmms import converters_qa, converters_suites
+
+    return {**converters_qa.CONVERTERS, **converters_suites.CONVERTERS}
+
+
+def benchmark_docs(name: str, data_root: str | Path) -> list[dict[str, Any]]:
+    """The documents of benchmark `name` under `data_root`, in annotation order."""
+    from evr1.eval.benchmark import RowContext
+    from evr1.registry import BENCHMARKS
+
+    bench = BENCHMARKS.get(name)
+    root = Path(data_root).resolve()
+    convert = converters().get(bench.name, record_doc)
+    docs: list[dict[str, Any]] = []
+    for item in iter_json_objects(record_files(bench.annotation_paths(root))):
+        if isinstance(item.value, RecordError):
+            raise item.value
+        for record in bench.convert_row(item.value, RowContext(bench, item.file, item.line)):
+            try:
+                doc = convert(record, item.value)
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                raise RecordError(item.file, item.line, None, f"{name}: cannot make an lmms-eval document: {exc!r}") from None
+            doc.update(evr1_id=record.id, evr1_benchmark=bench.name, evr1_media=media_fields(record, root),
+                       evr1_record=record_doc(record, item.value))
+            doc.setdefault(SUBSET_FIELD, None)
+            docs.append(doc)
+    return docs
+
+
+# -- binding --------------------------------------------------------------------------------------
+
+
+def stock_tasks_dir() -> Path:
+    spec = importlib.util.find_spec("lmms_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("lmms-eval is not installed: pip install -e '.[eval]'")
+    return Path(next(iter(spec.submodule_search_locations))) / "tasks"
+
+
+def template_dir(evals: str | Path | None, name: str) -> Path:
+    base = Path(evals) if evals is not None else EVALS_DIR
+    folder = base / name
+    if not folder.is_dir():
+        raise ConfigError(f"no lmms-eval task folder for benchmark {name!r} at {folder} (pass --evals DIR)")
+    return folder
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What binding one benchmark wrote: its task (and group) names and documents per task."""
+
+    benchmark: str
+    tasks: dict[str, int]
+    groups: tuple[str, ...]
+    skipped: tuple[str, ...]  # templates without documents
+
+    @property
+    def names(self) -> list[str]:
+        """What to pass to `--tasks`: the groups, else the tasks."""
+        return list(self.groups) or list(self.tasks)
+
+
+def bind_benchmark(name: str, data_root: str | Path, out: str | Path, evals: str | Path | None = None) -> Bound:
+    """Write the bound task folder of benchmark `name` under `<out>/<name>/`."""
+    src = template_dir(evals, name)
+    dest = Path(out).resolve() / name
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for extra in src.iterdir():
+        if extra.is_file() and extra.suffix not in (".yaml", ".yml"):
+            shutil.copy2(extra, dest / extra.name)
+    docs = benchmark_docs(name, data_root)
+    tasks: dict[str, int] = {}
+    groups: list[tuple[Path, dict[str, Any]]] = []
+    skipped: list[str] = []
+    stock = stock_tasks_dir()
+    for path in sorted(src.glob("*.y*ml")):
+        config = read_template(path)
+        if "group" in config and "task" in config and STOCK_KEY not in config and "dataset_path" not in config:
+            groups.append((path, config))
+            continue
+        subset = config.pop(SUBSET_KEY, None)
+        chosen = [d for d in docs if subset is None or d.get(SUBSET_FIELD) == subset]
+        task = config.get("task")
+        if not isinstance(task, str):
+            raise Evr1Error(f"{path}: a task template needs `task: <unique name>`")
+        if not chosen:
+            skipped.append(task)
+            continue
+        if STOCK_KEY in config:
+            stock_file = stock / str(config.pop(STOCK_KEY))
+            if not stock_file.is_file():
+                raise ConfigError(f"{path}: stock task file {stock_file} does not exist in this lmms-eval")
+            config = {"include": str(stock_file), **config}
+        docs_file = dest / (f"docs-{subset}.jsonl" if subset else "docs.jsonl")
+        write_jsonl(docs_file, chosen)
+        config.update(dataset_path="json", dataset_name=None, dataset_kwargs={"data_files": {"test": str(docs_file)}},
+                      test_split="test")
+        config.setdefault("doc_to_visual", Function("evr1.eval.lmms.tasks.doc_to_visual"))
+        write_config(dest / path.name, config)
+        tasks[task] = len(chosen)
+    for path, config in groups:
+        members = [t for t in _as_list(config["task"]) if t in tasks]
+        if members:
+            write_config(dest / path.name, {**config, "task": members})
+    group_names = tuple(str(c["group"]) for p, c in groups if (dest / p.name).exists())
+    if not tasks:
+        raise Evr1Error(f"benchmark {name!r}: no documents for any of its tasks under {data_root}")
+    return Bound(name, tasks, group_names, tuple(skipped))
+
+
+def bind(data_root: str | Path, out: str | Path, benchmarks: Sequence[str], evals: str | Path | None = None) -> list[Bound]:
+    """Bind the task folders of `benchmarks` (all checked before any is written)."""
+    for name in benchmarks:
+        template_dir(evals, name)
+    return [bind_benchmark(name, data_root, out, evals) for name in benchmarks]
+
+
+def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else [str(v) for v in value]

@@ -1,0 +1,209 @@
+"""The `evr1` lmms-eval model: registration, prompts equal to evr1's own evaluator, resume, failures.
+
+A task of ours is made in a temporary `evals/` folder (a stock-free template whose messages are
+evr1's own question text), bound to the benchmark fixtures and run through real lmms-eval.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evr1.eval.lmms.model import Evr1Chat, ScriptedChat, _video_source, cut_at_stops
+from evr1.eval.lmms.tasks import bind
+
+MODEL_ARGS = dict(model="tiny-qwen2.5-vl", fps=1.0, max_frames=4, max_pixels=56 * 56, min_pixels=28 * 28, max_new_tokens=6)
+TEMPLATE = """\
+task: t_{name}
+output_type: generate_until
+doc_to_messages: !function t_utils.messages
+doc_to_text: evr1_id
+doc_to_target: answer
+generation_kwargs:
+  max_new_tokens: 5
+  temperature: 0
+  until: ["\\n\\n"]
+process_results: !function t_utils.results
+metric_list:
+  - metric: answered
+    aggregation: mean
+    higher_is_better: true
+"""
+UTILS = """\
+from evr1.data.records import Record
+from evr1.eval.prompting import question_text
+
+
+def messages(doc):
+    record = Record.model_validate(doc["evr1_record"])
+    media = [{"type": m["type"], "url": m if "video_start" in m else m["path"]} for m in doc["evr1_media"]]
+    return [{"role": "user", "content": media + [{"type": "text", "text": question_text(record, "direct")}]}]
+
+
+def results(doc, results):
+    return {"answered": float(bool(results[0]))}
+"""
+
+
+@pytest.fixture(scope="module")
+def lmms_env(tmp_path_factory: pytest.TempPathFactory):
+    """lmms-eval offline, with its caches in a temporary folder."""
+    home = tmp_path_factory.mktemp("hf")
+    saved = {k: os.environ.get(k) for k in ("HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "LMMS_EVAL_DATASETS_CACHE")}
+    os.environ.update(HF_HOME=str(home), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", LMMS_EVAL_DATASETS_CACHE=str(home / "ds"))
+    yield home
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def tasks_dir(bench_root: Path, tmp_path_factory: pytest.TempPathFactory, lmms_env: Path) -> Path:
+    """Our probe task bound to two benchmarks: MVBench (clips) and Video-MMMU (a video and an image)."""
+    evals = tmp_path_factory.mktemp("evals")
+    for name in ("mvbench", "video_mmmu"):
+        (evals / name).mkdir()
+        (evals / name / "t.yaml").write_text(TEMPLATE.format(name=name))
+        (evals / name / "t_utils.py").write_text(UTILS)
+    out = tmp_path_factory.mktemp("bound")
+    bind(bench_root, out, ["mvbench", "video_mmmu"], evals)
+    return out
+
+
+def run(model, tasks_dir: Path, tasks: list[str]) -> dict:
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=[str(tasks_dir)], include_defaults=False)
+    return simple_evaluate(model=model, tasks=tasks, task_manager=manager, log_samples=True)
+
+
+def responses(result: dict, task: str) -> dict[str, str]:
+    return {s["doc"]["evr1_id"]: s["resps"][0][0] for s in result["samples"][task]}
+
+
+def test_entry_point_registers_both_models() -> None:
+    from lmms_eval.models import get_model
+
+    assert get_model("evr1") is Evr1Chat
+    assert get_model("evr1_scripted") is ScriptedChat
+
+
+@pytest.mark.parametrize(("text", "until", "expected"), [
+    ("A. red\n\nmore", ["\n\n"], "A. red"),
+    ("A. red\n\nmore", "\n\n", "A. red"),
+    ("abc<|im_end|>x</s>", ["</s>", "<|im_end|>"], "abc"),  # the earliest stop wins
+    ("no stop here", ["\n\n"], "no stop here"),
+    ("text", None, "text"),
+    ("text", [""], "text"),  # an empty stop string stops nothing
+])
+def test_cut_at_stops(text: str, until, expected: str) -> None:
+    assert cut_at_stops(text, until) == expected
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("/d/v.mp4", ("/d/v.mp4", None, None)),
+    ({"path": "/d/v.mp4", "video_start": 1.0, "video_end": 3.0}, ("/d/v.mp4", 1.0, 3.0)),
+    ({"url": "/d/v.mp4", "video_end": 2.5}, ("/d/v.mp4", None, 2.5)),
+])
+def test_video_sources(url, expected) -> None:
+    assert _video_source(url) == expected
+
+
+def test_remote_video_is_a_clear_error() -> None:
+    from evr1.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="remote"):
+        _video_source("https://example.com/v.mp4")
+
+
+def test_bad_model_args_are_a_config_error(lmms_env: Path) -> None:
+    from evr1.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="min_pixels"):
+        Evr1Chat(model="tiny-qwen2.5-vl", max_pixels=64)
+
+
+@pytest.mark.slow
+def test_answers_equal_evr1_own_evaluator(tasks_dir: Path, bench_root: Path, tmp_path: Path) -> None:
+    """Same media pipeline, prompt and greedy decoding: lmms-eval's responses are evr1's, token for token."""
+    from evr1.eval.api import engine_responder, evaluate
+    from evr1.specs import EvalSpec, ModelSpec, VideoSpec
+
+    model = Evr1Chat(**MODEL_ARGS)
+    result = run(model, tasks_dir, ["t_mvbench", "t_video_mmmu"])
+    assert model.failures == []
+    video = VideoSpec(fps=1.0, max_frames=4, max_pixels=56 * 56, min_pixels=28 * 28)
+    spec = EvalSpec(video=video, max_response_tokens=5, batch_size=1)
+    responder = engine_responder(ModelSpec(name="tiny-qwen2.5-vl"), spec, data_root=bench_root)
+    ours = evaluate(spec, responder, tmp_path, benchmarks=["mvbench", "video_mmmu"], data_root=bench_root)
+    for task, bench, n in (("t_mvbench", "mvbench", 5), ("t_video_mmmu", "video_mmmu", 3)):
+        got = responses(result, task)
+        rows = [json.loads(line) for line in (tmp_path / bench / "samples.jsonl").read_text().splitlines()]
+        assert len(got) == len(rows) == n == ours["benchmarks"][bench]["n"]
+        assert got == {r["id"]: cut_at_stops(r["response"], ["\n\n"]) for r in rows}
+        assert any(text for text in got.values())  # the tiny model does say something
+
+
+@pytest.mark.slow
+def test_resume_answers_from_the_log_and_regenerates_changed_requests(tasks_dir: Path, tmp_path: Path) -> None:
+    log = tmp_path / "responses.jsonl"
+    first = Evr1Chat(**MODEL_ARGS, responses=str(log))
+    before = responses(run(first, tasks_dir, ["t_video_mmmu"]), "t_video_mmmu")
+    assert len(log.read_text().splitlines()) == 3
+
+    again = Evr1Chat(**MODEL_ARGS, responses=str(log))
+    calls: list[int] = []
+    generate = again.engine.generate
+    again.engine.generate = lambda prompts, params: calls.append(len(prompts)) or generate(prompts, params)
+    assert responses(run(again, tasks_dir, ["t_video_mmmu"]), "t_video_mmmu") == before
+    assert calls == []  # everything came from the log
+    assert len(log.read_text().splitlines()) == 3
+
+    other = Evr1Chat(**{**MODEL_ARGS, "fps": 0.5}, responses=str(log))  # new settings: no reuse
+    calls.clear()
+    generate = other.engine.generate
+    other.engine.generate = lambda prompts, params: calls.append(len(prompts)) or generate(prompts, params)
+    run(other, tasks_dir, ["t_video_mmmu"])
+    assert sum(calls) == 3
+    assert len(log.read_text().splitlines()) == 6
+
+
+@pytest.mark.slow
+def test_a_missing_video_fails_its_request_only(tasks_dir: Path, tmp_path: Path) -> None:
+    docs = tasks_dir / "mvbench" / "docs.jsonl"
+    rows = [json.loads(line) for line in docs.read_text().splitlines()]
+    broken = tmp_path / "bound"
+    subprocess.run(["cp", "-r", str(tasks_dir), str(broken)], check=True)
+    rows[1]["evr1_media"][0]["path"] = str(tmp_path / "gone.mp4")
+    (broken / "mvbench" / "docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = (broken / "mvbench" / "t.yaml").read_text().replace(str(tasks_dir), str(broken))
+    (broken / "mvbench" / "t.yaml").write_text(config)
+    model = Evr1Chat(**MODEL_ARGS)
+    result = run(model, broken, ["t_mvbench"])
+    got = responses(result, "t_mvbench")
+    assert len(got) == 5 and got[rows[1]["evr1_id"]] == ""
+    assert [key for key, _ in model.failures] == ["t_mvbench/test/1"]
+    assert "gone.mp4" in model.failures[0][1]
+    assert result["results"]["t_mvbench"]["answered,none"] <= 0.8  # the failed one is in the denominator
+
+
+@pytest.mark.slow
+def test_lmms_eval_command_line_runs_the_evr1_model(tasks_dir: Path, tmp_path: Path, lmms_env: Path) -> None:
+    """`lmms-eval --model evr1 ...` finds our model through the entry point and writes its results."""
+    args = ",".join(f"{k}={v}" for k, v in MODEL_ARGS.items())
+    cmd = [sys.executable, "-m", "lmms_eval", "--model", "evr1", "--model_args", args, "--tasks", "t_video_mmmu",
+           "--include_path", str(tasks_dir), "--output_path", str(tmp_path / "out"), "--log_samples"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), timeout=600)
+    found = list((tmp_path / "out").rglob("*results*.json"))
+    assert found, proc.stdout[-3000:] + proc.stderr[-3000:]  # lmms-eval may exit 0 on errors: check its files
+    results = json.loads(found[0].read_text())
+    assert results["results"]["t_video_mmmu"]["answered,none"] >= 0.0
+    assert results["n-samples"]["t_video_mmmu"]["effective"] == 3

@@ -1,0 +1,138 @@
+"""Our 6 task folders (the benchmarks lmms-eval lacks) through real lmms-eval: numbers equal evr1's own.
+
+The fixtures of the 6 are bound to `evals/`, answered by `ScriptedChat` with the responses of
+tests/eval/expected.py, and scored by `evr1.eval.lmms.scoring`; lmms-eval's numbers must equal the
+hand-computed ones there and those of `evr1.eval.api.evaluate` on the same fixtures.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evr1.errors import ConfigError
+from evr1.eval.api import evaluate
+from evr1.eval.fixtures import write_fixtures
+from evr1.eval.lmms.model import ScriptedChat
+from evr1.eval.lmms.scoring import doc_record, doc_to_messages
+from evr1.eval.lmms.tasks import benchmark_docs, bind
+from evr1.eval.responders import ScriptedResponder
+from evr1.registry import BENCHMARKS
+from evr1.specs import EvalSpec, JudgeSpec
+from ..expected import CASES
+
+OWN = ["vcrbench", "videoreasonbench", "longvideo_reason", "stvg", "odvbench", "livesports3k_qa"]
+LMMS_ENV = ("HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "LMMS_EVAL_DATASETS_CACHE", "EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL")
+
+
+@pytest.fixture(scope="module")
+def own_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("own-benchmarks")
+    write_fixtures(root, OWN)
+    return root
+
+
+@pytest.fixture(scope="module")
+def bound(own_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("own-tasks")
+    assert [b.tasks for b in bind(own_root, out, OWN)] == [{f"evr1_{n}": len(CASES[n]["responses"])} for n in OWN]
+    return out
+
+
+@pytest.fixture
+def lmms_env(tmp_path: Path) -> Iterator[None]:
+    """lmms-eval offline with its caches in a temporary folder, and no judge set."""
+    saved = {k: os.environ.pop(k, None) for k in LMMS_ENV}
+    os.environ.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+                      LMMS_EVAL_DATASETS_CACHE=str(tmp_path / "ds"))
+    yield
+    for k, v in saved.items():
+        os.environ.pop(k, None)
+        if v is not None:
+            os.environ[k] = v
+
+
+def _table(root: Path, names: list[str]) -> dict[str, str]:
+    table = {}
+    for name in names:
+        records = BENCHMARKS.get(name).load(root)
+        table.update({r.id: text for r, text in zip(records, CASES[name]["responses"])})
+    return table
+
+
+def _run(bound: Path, chat: ScriptedChat, names: list[str]) -> dict[str, Any]:
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.tasks import TaskManager
+
+    out = simple_evaluate(model=chat, tasks=[f"evr1_{n}" for n in names], log_samples=True,
+                          task_manager=TaskManager(include_path=[str(bound)], include_defaults=False))
+    assert out is not None, "lmms-eval returned no results"
+    return out
+
+
+def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, lmms_env: None, judge, tmp_path: Path) -> None:
+    os.environ.update(EVR1_JUDGE_URL=judge.url, EVR1_JUDGE_MODEL="judge")
+    table = _table(own_root, OWN)
+    chat = ScriptedChat(table)
+    got = _run(bound, chat, OWN)["results"]
+    assert sorted(chat.asked) == sorted(table)
+    # Only non-empty open-ended answers reach the judge: vcrbench 1, videoreasonbench 1.
+    assert len(judge.requests) == 2
+    ours = evaluate(EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge")), ScriptedResponder(table), tmp_path / "evr1",
+                    benchmarks=OWN, data_root=own_root)["benchmarks"]
+    for name in OWN:
+        headline = got[f"evr1_{name}"][f"{name},none"]
+        assert headline == pytest.approx(CASES[name]["score"], abs=1e-9), name
+        assert headline == ours[name]["score"], name
+    for metric, value in CASES["stvg"]["metrics"].items():  # tIoU 75, box_IoU (1 + 2/3) / 2
+        assert got["evr1_stvg"][f"{metric},none"] == pytest.approx(value, abs=1e-9) == ours["stvg"]["metrics"][metric]
+    assert set(got["evr1_vcrbench"]) == {"alias", *(f"vcrbench{s},none" for s in ("", "_stderr", "_stderr_clt", "_stderr_clustered"))}
+
+
+def _doc(media: list[dict[str, Any]], **record: Any) -> dict[str, Any]:
+    fields = {"id": "b/1", "problem": "What colour is the square?", "problem_type": "multiple_choice", "answer": "B",
+              "options": ["red", "blue"], "meta": {"category": None}, **record}
+    return {**fields, "evr1_record": fields, "evr1_id": "b/1", "evr1_benchmark": "longvideo_reason", "evr1_media": media}
+
+
+def test_messages_carry_media_and_evr1_question() -> None:
+    video = {"type": "video", "path": "/data/v.mp4"}
+    assert doc_to_messages(_doc([video])) == [{"role": "user", "content": [
+        {"type": "video", "url": "/data/v.mp4"},
+        {"type": "text", "text": "What colour is the square?\nOptions:\nA. red\nB. blue\n"
+                                 "Answer with the letter (A or B) of the correct option."},
+    ]}]
+    open_ended = _doc([video], problem="Describe the motion.", problem_type="open_ended", options=None)
+    assert doc_to_messages(open_ended, {"prompt_mode": "reason"})[0]["content"][-1]["text"] == (
+        "Describe the motion.\nAnswer the question briefly.\nThink about the question step by step inside"
+        " <think> </think> tags, then give the final answer inside <answer> </answer> tags.")
+    clip = _doc([{**video, "video_start": 1.0, "video_end": 3.5}, {"type": "image", "path": "/data/i.png", "video_start": None}])
+    assert doc_to_messages(clip)[0]["content"][:2] == [{"type": "video", "url": "/data/v.mp4", "start_time": 1.0, "end_time": 3.5},
+                                                       {"type": "image", "url": "/data/i.png"}]
+    with pytest.raises(ConfigError, match="prompt_mode: 'cot' is not one of"):
+        doc_to_messages(clip, {"prompt_mode": "cot"})
+
+
+def test_documents_rebuild_the_evaluated_records(own_root: Path) -> None:
+    """The prompt of every document is the one evr1's evaluator asks (the record survives the document)."""
+    for name in OWN:
+        records = BENCHMARKS.get(name).load(own_root)
+        docs = benchmark_docs(name, own_root)
+        assert [doc_record(d).model_dump(exclude={"media"}) for d in docs] == [r.model_dump(exclude={"media"}) for r in records]
+        for doc, record in zip(docs, records):
+            assert doc_to_messages(doc)[0]["content"][-1]["text"] == ScriptedResponder({}).prepare(record).text
+
+
+def test_missing_judge_is_a_clear_error_before_generation(own_root: Path, bound: Path, lmms_env: None) -> None:
+    chat = ScriptedChat(_table(own_root, ["vcrbench"]))
+    with pytest.raises(ConfigError, match=r"'vcrbench' scores open_ended answers with an LLM judge: set EVR1_JUDGE_URL"
+                                          r" .* and EVR1_JUDGE_MODEL"):
+        _run(bound, chat, ["vcrbench"])
+    assert chat.asked == []
+    # Multiple-choice benchmarks need no judge.
+    mc = ScriptedChat(_table(own_root, ["odvbench"]))
+    assert _run(bound, mc, ["odvbench"])["results"]["evr1_odvbench"]["odvbench,none"] == 50.0

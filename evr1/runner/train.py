@@ -140,19 +140,49 @@ class Trainer:
             outputs[k :: len(self.rewarders)] = shard
         return inputs, outputs
 
-    def online_accuracy(self, records: Sequence[Any], online: Sequence[Sequence[Any]], step: int) -> list[list[float]]:
+    def online_accuracy(self, records: Sequence[Any], online: Sequence[Sequence[Any]], step: int) -> tuple[list[list[float]], dict]:
         """Accuracy (else score) of each online response, per group, for a mixer that decides on it.
 
-        The responses a mixer keeps are scored again with the mixed group (rewards are pure functions
-        of record and text, so the scores agree; a remote judge would be asked twice).
+        Also returns the reward outputs by (group, response index), so the responses the mixer keeps
+        are not scored (nor a remote judge asked) a second time.
         """
-        flat = [(g, r) for g, group in enumerate(online) for r in group]
-        ids = [f"{records[g].id}#{k}" for k, (g, _) in enumerate(flat)]
-        _, outputs = self.score([records[g] for g, _ in flat], [r.text for _, r in flat], ids, step)
+        flat = [(g, j, r) for g, group in enumerate(online) for j, r in enumerate(group)]
+        ids = [f"{records[g].id}#{k}" for k, (g, _, _) in enumerate(flat)]
+        _, outputs = self.score([records[g] for g, _, _ in flat], [r.text for _, _, r in flat], ids, step)
         scores: list[list[float]] = [[] for _ in online]
-        for (g, _), out in zip(flat, outputs):
+        scored = {}
+        for (g, j, r), out in zip(flat, outputs):
             scores[g].append(out.components.get("accuracy", out.score))
-        return scores
+            scored[(g, j)] = (r.text, out)
+        return scores, scored
+
+    def score_groups(self, records: Sequence[Any], flat: Sequence[tuple[int, Any]], step: int,
+                     scored: dict | None = None) -> tuple[list, list]:
+        """Reward inputs and outputs of every trajectory; online ones already `scored` are reused.
+
+        A mixer keeps a prefix of each group's online responses, in order: the j-th online member of
+        group g is the j-th response sampled for it (checked by text before reusing its output).
+        """
+        from evr1.rewards import RewardInput
+
+        ids = [f"{records[g].id}#{k}" for k, (g, _) in enumerate(flat)]
+        inputs = [RewardInput.from_record(records[g], t.text, sample_id=i) for (g, t), i in zip(flat, ids)]
+        outputs: list[Any] = [None] * len(flat)
+        seen: dict[int, int] = {}
+        for k, (g, t) in enumerate(flat):
+            if t.offline:
+                continue
+            j = seen.get(g, 0)
+            seen[g] = j + 1
+            text, out = (scored or {}).get((g, j), (None, None))
+            if text == t.text:
+                outputs[k] = out
+        todo = [k for k, out in enumerate(outputs) if out is None]
+        if todo:
+            _, fresh = self.score([records[flat[k][0]] for k in todo], [flat[k][1].text for k in todo], [ids[k] for k in todo], step)
+            for k, out in zip(todo, fresh):
+                outputs[k] = out
+        return inputs, outputs
 
     def step(self, step: int) -> dict[str, float]:
         import torch
@@ -171,22 +201,20 @@ class Trainer:
             )
         metrics: dict[str, float] = {**media}
         if self.mixer is not None:
-            online_scores = None
+            online_scores, scored = None, None
             if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
                 with timer("reward"):
-                    online_scores = self.online_accuracy(records, online, step)
+                    online_scores, scored = self.online_accuracy(records, online, step)
             groups, mixed = self.mixer.mix(
                 records, online, step=step, online_scores=online_scores, tokenizer=self.processor.tokenizer,
                 stop_token_id=self.stop_token_id, max_tokens=exp.rollout.max_response_tokens,
             )
             metrics.update(mixed)
         else:
-            groups = [[Trajectory.online(r) for r in g] for g in online]
+            groups, scored = [[Trajectory.online(r) for r in g] for g in online], None
         flat = [(g, t) for g, group in enumerate(groups) for t in group]
         with timer("reward"):
-            inputs, outputs = self.score(
-                [records[g] for g, _ in flat], [t.text for _, t in flat], [f"{records[g].id}#{k}" for k, (g, _) in enumerate(flat)], step
-            )
+            inputs, outputs = self.score_groups(records, flat, step, scored)
         metrics.update(self.router.metrics(inputs, outputs))
         offline = torch.tensor([t.offline for _, t in flat])
         if offline.any():

@@ -1,0 +1,75 @@
+"""The trainer scores each online response once, even when a mixer needed its accuracy first."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from evr1.data.mixers import Trajectory
+from evr1.data.records import Record
+from evr1.rewards import RewardRouter
+from evr1.runner.train import Trainer
+
+
+class CountingScorer:
+    """The trainer's scoring half, with the real router in-process instead of Ray reward workers."""
+
+    online_accuracy = Trainer.online_accuracy
+    score_groups = Trainer.score_groups
+
+    def __init__(self) -> None:
+        self.router, self.scored = RewardRouter(), []
+
+    def score(self, records, texts, ids, step):
+        from evr1.rewards import RewardInput
+
+        inputs = [RewardInput.from_record(r, t, sample_id=i) for r, t, i in zip(records, texts, ids)]
+        self.scored += list(texts)
+        return inputs, self.router.score(inputs)
+
+
+def result(text: str, index: int) -> SimpleNamespace:
+    return SimpleNamespace(prompt_index=index, token_ids=torch.tensor([1]), logprobs=torch.tensor([0.0]),
+                           finish_reason="stop", text=text)
+
+
+def trajectory(text: str, offline: bool = False) -> Trajectory:
+    return Trajectory(0, torch.tensor([1]), torch.tensor([0.0]), "stop", text, offline)
+
+
+RECORDS = [Record(id=f"r{i}", problem="Which?", problem_type="multiple_choice", answer="A", options=["A. x", "B. y"])
+           for i in range(2)]
+
+
+def test_kept_online_responses_reuse_their_first_scores() -> None:
+    scorer = CountingScorer()
+    online = [[result("<answer>A</answer>", 0), result("<answer>B</answer>", 0)],
+              [result("<answer>B</answer>", 1), result("<answer>B</answer>", 1)]]
+    accuracy, scored = scorer.online_accuracy(RECORDS, online, step=0)
+    assert accuracy == [[1.0, 0.0], [0.0, 0.0]]
+    assert len(scorer.scored) == 4
+    # group 1 was mixed: its first online response kept, the second replaced by an offline one
+    groups = [[trajectory("<answer>A</answer>"), trajectory("<answer>B</answer>")],
+              [trajectory("<answer>B</answer>"), trajectory("<answer>A</answer>", offline=True)]]
+    flat = [(g, t) for g, group in enumerate(groups) for t in group]
+    inputs, outputs = scorer.score_groups(RECORDS, flat, 0, scored)
+    assert scorer.scored[4:] == ["<answer>A</answer>"]  # only the offline response is new
+    assert [o.components["accuracy"] for o in outputs] == [1.0, 0.0, 0.0, 1.0]
+    assert [i.sample_id for i in inputs] == ["r0#0", "r0#1", "r1#2", "r1#3"]
+
+
+def test_a_changed_text_is_scored_again() -> None:
+    scorer = CountingScorer()
+    _, scored = scorer.online_accuracy(RECORDS[:1], [[result("<answer>B</answer>", 0)]], step=0)
+    inputs, outputs = scorer.score_groups(RECORDS[:1], [(0, trajectory("<answer>A</answer>"))], 0, scored)
+    assert scorer.scored == ["<answer>B</answer>", "<answer>A</answer>"]
+    assert outputs[0].components["accuracy"] == 1.0
+
+
+def test_without_a_first_pass_everything_is_scored() -> None:
+    scorer = CountingScorer()
+    flat = [(0, trajectory("<answer>A</answer>")), (1, trajectory("<answer>B</answer>", offline=True))]
+    _, outputs = scorer.score_groups(RECORDS, flat, 0, None)
+    assert scorer.scored == ["<answer>A</answer>", "<answer>B</answer>"]
+    assert [o.components["accuracy"] for o in outputs] == [1.0, 0.0]

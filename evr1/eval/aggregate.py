@@ -67,16 +67,24 @@ def accuracy(*keys: str) -> Aggregator:
     return aggregate
 
 
-def macro(key: str, *more: str, name: str = "macro_avg") -> Aggregator:
+def macro(key: str, *more: str, name: str = "macro_avg", within: str | None = None) -> Aggregator:
     """Mean over the categories of `key` of each category's mean score (every item in its denominator).
 
-    MVBench (20 tasks), MLVU M-Avg (task types), VSI-Bench (question types; numeric ones scored by MRA).
+    MVBench (20 tasks), MLVU M-Avg (task types), VSI-Bench (question types; numeric ones scored by MRA;
+    `within="difficulty"`: a task with levels scores the mean of its levels, as object_rel_direction).
     """
 
+    def category(members: Sequence[Row]) -> float:
+        if within is None:
+            return _pct(r["score"] for r in members)
+        per = breakdown(members, within)
+        return sum(s for s, _ in per.values()) / len(per)
+
     def aggregate(rows: Sequence[Row]) -> Aggregate:
-        per = breakdown(rows, key)
-        score = sum(s for s, _ in per.values()) / len(per) if per else 0.0
-        return Aggregate(score, {name: score, "accuracy": _pct(r["score"] for r in rows)}, _breakdowns(rows, (key, *more)))
+        per = [category(members) for members in groups(rows, key).values()]
+        score = sum(per) / len(per) if per else 0.0
+        keys = (key, *more, *((within,) if within else ()))
+        return Aggregate(score, {name: score, "accuracy": _pct(r["score"] for r in rows)}, _breakdowns(rows, keys))
 
     return aggregate
 

@@ -266,7 +266,9 @@ def videomathqa(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 
 def vsibench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     media = [video(ctx, f"{row['dataset']}/{row['scene_name']}.mp4")]
-    meta = {"task": row["question_type"], "dataset": row.get("dataset")}
+    task, _, level = str(row["question_type"]).partition("object_rel_direction_")
+    meta = {"task": "object_rel_direction", "difficulty": level} if level else {"task": task}
+    meta["dataset"] = row.get("dataset")
     if row.get("options"):
         return [mc(row["id"], row["question"], option_list(row["options"]), row["ground_truth"], media, **meta)]
     return [plain(row["id"], row["question"], "regression", float(row["ground_truth"]), media, **meta)]

@@ -45,6 +45,29 @@ def test_macro_counts_every_item_in_its_task() -> None:
     assert result.metrics["accuracy"] == 50.0
 
 
+def test_macro_within_levels_averages_a_task_over_its_levels() -> None:
+    # VSI-Bench: object_rel_direction = mean(easy 1/1, hard 0/2) = 0.5, not 1/3; counting 1.
+    rows = [row(1, task="rel", difficulty="easy"), row(0, task="rel", difficulty="hard"),
+            row(0, task="rel", difficulty="hard"), row(1, task="count")]
+    result = agg.macro("task", within="difficulty")(rows)
+    assert result.score == pytest.approx(100 * (0.5 + 1) / 2)
+    assert agg.macro("task")(rows).score == pytest.approx(100 * (1 / 3 + 1) / 2)
+
+
+def test_vsibench_merges_the_direction_levels_into_one_task() -> None:
+    from evr1.eval.benchmark import RowContext
+    from evr1.eval.official import vsibench
+    from evr1.registry import BENCHMARKS
+
+    ctx = RowContext(BENCHMARKS.get("vsibench"), Path("test.json"), 1)
+    base = {"id": 7, "dataset": "scannet", "scene_name": "s0", "question": "Which side?", "options": ["A. left", "B. right"],
+            "ground_truth": "A"}
+    [hard] = vsibench({**base, "question_type": "object_rel_direction_hard"}, ctx)
+    [count] = vsibench({**base, "question_type": "object_counting", "options": None, "ground_truth": "3"}, ctx)
+    assert hard["meta"] == {"task": "object_rel_direction", "difficulty": "hard", "dataset": "scannet"}
+    assert count["meta"] == {"task": "object_counting", "dataset": "scannet"}
+
+
 def test_nested_macro_and_grounding() -> None:
     rows = [row(1, category="x", task="t1"), row(0, category="x", task="t2"), row(1, category="y", task="t3")]
     assert agg.nested_macro("category", "task")(rows).score == pytest.approx(75.0)

@@ -13,6 +13,7 @@ from evr1.eval.api import evaluate
 from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec, VideoSpec
+
 from .expected import CASES
 
 

@@ -62,7 +62,7 @@ def test_kept_online_responses_reuse_their_first_scores() -> None:
 def test_a_changed_text_is_scored_again() -> None:
     scorer = CountingScorer()
     _, scored = scorer.online_accuracy(RECORDS[:1], [[result("<answer>B</answer>", 0)]], step=0)
-    inputs, outputs = scorer.score_groups(RECORDS[:1], [(0, trajectory("<answer>A</answer>"))], 0, scored)
+    _, outputs = scorer.score_groups(RECORDS[:1], [(0, trajectory("<answer>A</answer>"))], 0, scored)
     assert scorer.scored == ["<answer>B</answer>", "<answer>A</answer>"]
     assert outputs[0].components["accuracy"] == 1.0
 

@@ -53,6 +53,7 @@ def video_name(record: Record) -> str:
 
 
 def required(record: Record, key: str) -> Any:
+    """A meta value the stock scoring cannot do without."""
     value = record.meta.get(key)
     if value is None or value == "":
         raise ValueError(f"record {record.id!r}: meta field {key!r} is needed by the stock task's aggregation")

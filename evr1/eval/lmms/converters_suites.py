@@ -4,8 +4,8 @@ VSI-Bench, Charades-STA and OVO-Bench.
 Each converter gives the fields the stock task's `doc_to_text` reads, built from the record
 (question, options, answer, meta) and, for fields only the official row has (TempCompass's
 `video_id`, VSI-Bench's `dataset`, OVO-Bench's `test_info`), from the row; and the subset of
-grouped benchmarks (`evr1_subset`). Scoring reads the record the binder adds (`evr1_record`), so
-the stock fields are for the prompts only.
+grouped benchmarks (`evr1_subset`). Scoring reads the record the binder adds (`evr1_record`); the
+stock fields feed the stock prompts (and the stock TempCompass captioning judge, VSI-Bench's task names).
 """
 
 from __future__ import annotations

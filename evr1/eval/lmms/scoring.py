@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -33,6 +33,9 @@ from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error
 from evr1.eval.benchmark import Benchmark
 from evr1.eval.prompting import PromptMode, question_text
+
+if TYPE_CHECKING:
+    from evr1.specs import JudgeSpec
 
 JUDGE_URL_ENV, JUDGE_MODEL_ENV, JUDGE_KEY_ENV = "EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL", "EVR1_JUDGE_API_KEY"
 MODES: tuple[PromptMode, ...] = ("direct", "reason")
@@ -94,7 +97,7 @@ def needs_judge(bench: Benchmark, problem_type: str) -> bool:
     return any(t.value == problem_type and name.endswith("_judge") for t, name in bench.routes.items())
 
 
-def judge_spec(bench: Benchmark, problem_types: Sequence[str]) -> Any:
+def judge_spec(bench: Benchmark, problem_types: Sequence[str]) -> JudgeSpec:
     """The judge from the environment; a ConfigError naming the variables when a judged type lacks it."""
     from evr1.specs import JudgeSpec
 

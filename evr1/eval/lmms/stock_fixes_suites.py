@@ -50,11 +50,46 @@ def mvbench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
 # -- TempCompass: rule-matched or unmatched, never a silent remote call --------------------------
 
 
+TEMPCOMPASS_DIMENSIONS = ("action", "speed", "direction", "order", "attribute_change")
+
+
+def tempcompass_metrics(item: Row) -> dict[str, Row]:
+    """The item under `avg_accuracy` and every `<dimension>_accuracy`: each metric sees every item, so
+    lmms-eval's task size (the item count of the last metric) is right and the group mean is weighted by it."""
+    return {"avg_accuracy": item, **{f"{d}_accuracy": item for d in TEMPCOMPASS_DIMENSIONS}}
+
+
 def tempcompass_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
     """multi-choice, yes_no, caption_matching: evr1's scorer; the stock aggregation reads `rating`."""
     item = row(doc, results)
     item["rating"] = int(item["score"] >= 1.0)
-    return {"avg_accuracy": item, f"{doc['dim']}_accuracy": item}
+    return tempcompass_metrics(item)
+
+
+def dimension_accuracy(dimension: str, rows: Sequence[Row]) -> float:
+    """Accuracy over the items of one dimension (NaN when the task has none)."""
+    chosen = [r for r in rows if r["meta"].get("dimension") == dimension]
+    return percent(chosen) if chosen else float("nan")
+
+
+def tempcompass_action(rows: Sequence[Row]) -> float:
+    return dimension_accuracy("action", rows)
+
+
+def tempcompass_speed(rows: Sequence[Row]) -> float:
+    return dimension_accuracy("speed", rows)
+
+
+def tempcompass_direction(rows: Sequence[Row]) -> float:
+    return dimension_accuracy("direction", rows)
+
+
+def tempcompass_order(rows: Sequence[Row]) -> float:
+    return dimension_accuracy("order", rows)
+
+
+def tempcompass_attribute_change(rows: Sequence[Row]) -> float:
+    return dimension_accuracy("attribute_change", rows)
 
 
 def tempcompass_process_results_captioning(doc: Doc, results: Sequence[Any]) -> dict[str, Any]:
@@ -63,25 +98,27 @@ def tempcompass_process_results_captioning(doc: Doc, results: Sequence[Any]) -> 
 
     response = response_of(results)
     if not response.strip():  # nothing to judge: wrong
-        item = {"id": doc["evr1_id"], "response": response, "score": 0.0, "rating": 0, "meta": doc["evr1_record"]["meta"]}
-        return {"avg_accuracy": item, f"{doc['dim']}_accuracy": item}
+        return tempcompass_metrics({"id": doc["evr1_id"], "response": response, "score": 0.0, "rating": 0,
+                                    "meta": doc["evr1_record"]["meta"]})
     if os.getenv("API_TYPE", "openai") == "openai" and not os.getenv("OPENAI_API_KEY"):
         raise ConfigError(f"TempCompass captioning item {doc.get('evr1_id')!r} needs the stock LLM judge: set OPENAI_API_KEY (and OPENAI_API_URL)")
-    out = stock.tempcompass_process_results_captioning(doc, [response])
-    if out["avg_accuracy"]["rating"] == -1:
+    judged = stock.tempcompass_process_results_captioning(doc, [response])["avg_accuracy"]
+    if judged["rating"] == -1:
         raise Evr1Error(f"TempCompass captioning item {doc.get('evr1_id')!r}: the LLM judge at {stock.API_URL} gave no answer")
-    return out
+    return tempcompass_metrics({**judged, "id": doc["evr1_id"], "score": float(judged["rating"]), "meta": doc["evr1_record"]["meta"]})
 
 
-# -- MMVU: strict letters, a judge that fails loudly, every item counted ----------------------------
+# -- MMVU: strict letters, evr1's judge (checked before generation), every item counted ----------
 
 
-def mmvu_process_docs(docs: Any) -> Any:
-    """Fail before any generation when open-ended items need a judge and none is set (docs unchanged)."""
+def mmvu_doc_to_text(doc: Doc, lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> str:
+    """The stock prompt; an open-ended question fails here, before generation, when no judge is set."""
+    from lmms_eval.tasks.mmvu import utils as stock
+
     from evr1.eval.lmms import scoring
 
-    scoring.judge_spec(scoring.benchmark_of("mmvu"), [r["problem_type"] for r in docs["evr1_record"]])
-    return docs
+    scoring.judge_spec(scoring.benchmark_of(doc["evr1_benchmark"]), [doc["evr1_record"]["problem_type"]])
+    return stock.mmvu_doc_to_text(doc, lmms_eval_specific_kwargs)
 
 
 def mmvu_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:

@@ -62,7 +62,7 @@ _Dumper.add_representer(Function, lambda dumper, f: dumper.represent_scalar("!fu
 
 def read_template(path: Path) -> dict[str, Any]:
     try:
-        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 (a safe loader)
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     except yaml.YAMLError as exc:
         raise Evr1Error(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(config, dict):
@@ -91,8 +91,15 @@ def media_fields(record: Record, data_root: Path) -> list[dict[str, Any]]:
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Any]:
-    """lmms-eval visuals of a bound document: paths, or `{path, video_start, video_end}` for clips."""
-    return [m if "video_start" in m or "video_end" in m else m["path"] for m in doc["evr1_media"]]
+    """lmms-eval visuals of a bound document: paths, or `{type, path, video_start, video_end}` for clips.
+
+    The JSON loader gives every media item the union of all items' keys (`None` where absent).
+    """
+    visuals: list[Any] = []
+    for media in doc["evr1_media"]:
+        item = {k: v for k, v in media.items() if v is not None}
+        visuals.append(item if "video_start" in item or "video_end" in item else item["path"])
+    return visuals
 
 
 def record_doc(record: Record, row: Mapping[str, Any]) -> dict[str, Any]:

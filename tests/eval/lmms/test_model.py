@@ -1,7 +1,8 @@
 """The `evr1` lmms-eval model: registration, prompts equal to evr1's own evaluator, resume, failures.
 
-A task of ours is made in a temporary `evals/` folder (a stock-free template whose messages are
-evr1's own question text), bound to the benchmark fixtures and run through real lmms-eval.
+A probe task is made in a temporary `evals/` folder (evr1's own messages, `evr1.eval.lmms.scoring`,
+and a metric of whether anything was answered), bound to the benchmark fixtures and run through
+real lmms-eval.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import pytest
 from evr1.eval.lmms.model import Evr1Chat, ScriptedChat, _video_source, cut_at_stops
 from evr1.eval.lmms.tasks import bind
 
-MODEL_ARGS = dict(model="tiny-qwen2.5-vl", fps=1.0, max_frames=4, max_pixels=56 * 56, min_pixels=28 * 28, max_new_tokens=6)
+MODEL_ARGS = {"model": "tiny-qwen2.5-vl", "fps": 1.0, "max_frames": 4, "max_pixels": 56 * 56, "min_pixels": 28 * 28,
+              "max_new_tokens": 6}
 TEMPLATE = """\
 task: t_{name}
 output_type: generate_until
-doc_to_messages: !function t_utils.messages
-doc_to_text: evr1_id
+doc_to_messages: !function evr1.eval.lmms.scoring.doc_to_messages
+doc_to_text: !function evr1.eval.lmms.scoring.doc_to_text
 doc_to_target: answer
 generation_kwargs:
   max_new_tokens: 5
@@ -35,16 +37,6 @@ metric_list:
     higher_is_better: true
 """
 UTILS = """\
-from evr1.data.records import Record
-from evr1.eval.prompting import question_text
-
-
-def messages(doc):
-    record = Record.model_validate(doc["evr1_record"])
-    media = [{"type": m["type"], "url": m if "video_start" in m else m["path"]} for m in doc["evr1_media"]]
-    return [{"role": "user", "content": media + [{"type": "text", "text": question_text(record, "direct")}]}]
-
-
 def results(doc, results):
     return {"answered": float(bool(results[0]))}
 """
@@ -201,7 +193,7 @@ def test_lmms_eval_command_line_runs_the_evr1_model(tasks_dir: Path, tmp_path: P
     args = ",".join(f"{k}={v}" for k, v in MODEL_ARGS.items())
     cmd = [sys.executable, "-m", "lmms_eval", "--model", "evr1", "--model_args", args, "--tasks", "t_video_mmmu",
            "--include_path", str(tasks_dir), "--output_path", str(tmp_path / "out"), "--log_samples"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(), timeout=600, check=False)
     found = list((tmp_path / "out").rglob("*results*.json"))
     assert found, proc.stdout[-3000:] + proc.stderr[-3000:]  # lmms-eval may exit 0 on errors: check its files
     results = json.loads(found[0].read_text())

@@ -18,11 +18,12 @@ from evr1.errors import ConfigError
 from evr1.eval.api import evaluate
 from evr1.eval.fixtures import write_fixtures
 from evr1.eval.lmms.model import ScriptedChat
-from evr1.eval.lmms.scoring import doc_record, doc_to_messages
+from evr1.eval.lmms.scoring import doc_record, doc_to_messages, doc_to_text
 from evr1.eval.lmms.tasks import benchmark_docs, bind
 from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec
+
 from ..expected import CASES
 
 OWN = ["vcrbench", "videoreasonbench", "longvideo_reason", "stvg", "odvbench", "livesports3k_qa"]
@@ -78,7 +79,8 @@ def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, lmms_env
     os.environ.update(EVR1_JUDGE_URL=judge.url, EVR1_JUDGE_MODEL="judge")
     table = _table(own_root, OWN)
     chat = ScriptedChat(table)
-    got = _run(bound, chat, OWN)["results"]
+    out = _run(bound, chat, OWN)
+    got = out["results"]
     assert sorted(chat.asked) == sorted(table)
     # Only non-empty open-ended answers reach the judge: vcrbench 1, videoreasonbench 1.
     assert len(judge.requests) == 2
@@ -90,6 +92,10 @@ def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, lmms_env
         assert headline == ours[name]["score"], name
     for metric, value in CASES["stvg"]["metrics"].items():  # tIoU 75, box_IoU (1 + 2/3) / 2
         assert got["evr1_stvg"][f"{metric},none"] == pytest.approx(value, abs=1e-9) == ours["stvg"]["metrics"][metric]
+    for name in OWN:  # unparsed answers are scored 0 and kept: livesports3k_qa "A or D", videoreasonbench ""
+        rows = [sample[name] for sample in out["samples"][f"evr1_{name}"]]
+        assert len(rows) == len(CASES[name]["responses"]), name
+        assert sum(r["parsed"] is None and not r["error"] for r in rows) == CASES[name].get("unparsed", 0), name
     assert set(got["evr1_vcrbench"]) == {"alias", *(f"vcrbench{s},none" for s in ("", "_stderr", "_stderr_clt", "_stderr_clustered"))}
 
 
@@ -124,7 +130,7 @@ def test_documents_rebuild_the_evaluated_records(own_root: Path) -> None:
         docs = benchmark_docs(name, own_root)
         assert [doc_record(d).model_dump(exclude={"media"}) for d in docs] == [r.model_dump(exclude={"media"}) for r in records]
         for doc, record in zip(docs, records):
-            assert doc_to_messages(doc)[0]["content"][-1]["text"] == ScriptedResponder({}).prepare(record).text
+            assert doc_to_text(doc) == ScriptedResponder({}).prepare(record).text
 
 
 def test_missing_judge_is_a_clear_error_before_generation(own_root: Path, bound: Path, lmms_env: None) -> None:

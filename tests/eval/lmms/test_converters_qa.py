@@ -1,0 +1,190 @@
+"""The eight QA benchmarks that reuse a stock lmms-eval task, on local data, through real lmms-eval.
+
+Their fixtures (official annotation formats, generated videos) are bound to `evals/` once per
+module; each benchmark's documents must load, its first prompt show the question and the lettered
+options with our absolute video path, and two scripted runs (right / wrong / unparseable answers,
+responses in record order) must give the hand-computed numbers on the stock metric scales.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evr1.data.records import Record
+from evr1.eval.fixtures import write_fixtures
+from evr1.eval.lmms.converters_qa import CONVERTERS
+from evr1.eval.lmms.model import ScriptedChat
+from evr1.eval.lmms.stock_fixes_qa import holmes_has_candidate, longvideobench_letter
+from evr1.eval.lmms.tasks import bind
+
+NONE = "???"  # no option letter in any extractor: unparseable
+
+
+@dataclass(frozen=True)
+class Case:
+    benchmark: str
+    prompt: tuple[str, ...]  # the first document's question and options, as the prompt shows them
+    video: str  # its video, relative to the data root
+    runs: tuple[tuple[str, ...], tuple[str, ...]]  # two scripted runs: responses in record order
+    expected: tuple[dict[str, float], dict[str, float]]  # lmms-eval metrics of each run (stock scales)
+
+    @property
+    def task(self) -> str:
+        return f"evr1_{self.benchmark}"
+
+
+CASES = [
+    # answers A, C, B. Run 1: right, wrong, unparseable -> 1/3. Run 2: right, right, empty -> 2/3 (percent).
+    Case("videomme", ("How many squares?", "A. 1\nB. 2\nC. 3\nD. 4"), "videomme/data/v1.mp4",
+         (("A", "The answer is B.", NONE), ("(A)", "C. blue", "")),
+         ({"videomme_perception_score": 100 / 3}, {"videomme_perception_score": 200 / 3})),
+    # relevance group g1 (A B C D), logic group g2 [1, [2, 3], 4] (E F G H).
+    # Run 1: g1 2 of 4 right -> 4/16; g2 right = [T, F, T, unparseable] -> chain of 2 (3 stands in for 2) -> 4/12.
+    # Run 2: g1 all right -> 1; g2 first wrong -> chain 0 -> 0. Accuracy 4/8 and 7/8.
+    Case("videomme_v2", ("Relevance question 1?", "\n".join(f"{c}. option {c}" for c in "ABCDEFGH")),
+         "videomme_v2/videos/g1.mp4",
+         (("A", "B", "A", NONE, "E", "A", "G", NONE), ("A", "B", "C", "D", "A", "F", "G", "H")),
+         ({"videomme_v2_overall_score": 100 * (4 / 16 + 4 / 12) / 2, "videomme_v2_relevance_score": 25.0,
+           "videomme_v2_logic_score": 100 * 4 / 12, "videomme_v2_overall_acc": 50.0},
+          {"videomme_v2_overall_score": 50.0, "videomme_v2_relevance_score": 100.0, "videomme_v2_logic_score": 0.0,
+           "videomme_v2_overall_acc": 87.5})),
+    # answers C (3 options), A (options inside the question). Fractions.
+    Case("motionbench", ("What motion?", "A. wave\nB. jump\nC. spin"), "motionbench/videos/m1.mp4",
+         (("C", NONE), ("B", "(A) left")),
+         ({"motionbench_acc": 0.5, "motionbench_answered_rate": 0.5}, {"motionbench_acc": 0.5, "motionbench_answered_rate": 1.0})),
+    # answers D, B, A. Fractions.
+    Case("lvbench", ("What happens first?", "(A) a\n(B) b\n(C) c\n(D) d"), "lvbench/videos/lv1.mp4",
+         (("D", "C", NONE), ("(D)", "B", "The answer is A")),
+         ({"lvbench_score": 1 / 3}, {"lvbench_score": 1.0})),
+    # answers E (5 options), A (4 options). Unparseable is wrong, never a random letter. Fractions.
+    Case("longvideobench", ("What is shown?", "A. a\nB. b\nC. c\nD. d\nE. e"), "longvideobench/videos/lvb1.mp4",
+         (("E", NONE), ("D", "")),
+         ({"lvb_acc": 0.5}, {"lvb_acc": 0.0})),
+    # plotQA: B, D; count: F (6 options). M-Avg over the two task types present (percent).
+    # Run 1: plotQA 1/2, count 1/1 -> 75. Run 2: plotQA 1/2, count 0/1 -> 25.
+    Case("mlvu", ("What is the plot?", "(A) x\n(B) y\n(C) z\n(D) w"), "mlvu/video/ml1.mp4",
+         (("B", NONE, "F"), ("A", "(D)", "E")),
+         ({"mlvu_percetion_score": 75.0}, {"mlvu_percetion_score": 25.0})),
+    # SR: F, IMC: A (percent).
+    Case("video_holmes", ("Why?", "A. a\nB. b\nC. c\nD. d\nE. e\nF. f"), "video_holmes/videos/h1.mp4",
+         (("F", NONE), ("The correct answer is (B).", "A")),
+         ({"video_holmes_accuracy": 50.0, "video_holmes_SR": 100.0, "video_holmes_IMC": 0.0},
+          {"video_holmes_accuracy": 50.0, "video_holmes_SR": 0.0, "video_holmes_IMC": 100.0})),
+    # answers D (answer_id 3), A (percent).
+    Case("minerva", ("Which step?", "A. step 0\nB. step 1\nC. step 2\nD. step 3\nE. step 4"), "minerva/videos/mi.mp4",
+         (("D", NONE), ("Answer: C", "")),
+         ({"minerva_acc": 50.0}, {"minerva_acc": 0.0})),
+]
+NAMES = [c.benchmark for c in CASES]
+LMMS_ENV = ("HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "LMMS_EVAL_DATASETS_CACHE")
+
+
+@dataclass
+class Bound:
+    root: Path
+    tasks: dict[str, Any]  # lmms-eval chat tasks by name
+    ids: dict[str, list[str]]  # document ids by task, in record order
+    results: tuple[dict[str, Any], dict[str, Any]]  # simple_evaluate's `results` of the two runs
+
+
+@pytest.fixture(scope="module")
+def bound(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bound]:
+    """The eight benchmarks written, bound, loaded, and evaluated with both scripted runs (once per module)."""
+    tmp = tmp_path_factory.mktemp("qa-lmms")
+    saved = {k: os.environ.pop(k, None) for k in LMMS_ENV}
+    os.environ.update(HF_HOME=str(tmp / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+                      LMMS_EVAL_DATASETS_CACHE=str(tmp / "ds"))
+    try:
+        from lmms_eval.evaluator import simple_evaluate
+        from lmms_eval.tasks import TaskManager, get_task_dict
+
+        counts = write_fixtures(tmp / "data", NAMES)
+        bounds = bind(tmp / "data", tmp / "tasks", NAMES)
+        assert [b.tasks for b in bounds] == [{f"evr1_{n}": counts[n]} for n in NAMES]
+        manager = TaskManager(include_path=[str(tmp / "tasks")], include_defaults=False)
+        tasks = get_task_dict([c.task for c in CASES], manager, task_type="chat")
+        ids = {name: [d["evr1_id"] for d in task.test_docs()] for name, task in tasks.items()}
+        results = []
+        for run in (0, 1):
+            table = {i: text for c in CASES for i, text in zip(ids[c.task], c.runs[run], strict=True)}
+            out = simple_evaluate(model=ScriptedChat(table), tasks=[c.task for c in CASES], task_manager=manager, log_samples=True)
+            assert out is not None, "lmms-eval returned no results"
+            results.append(out["results"])
+        yield Bound(tmp / "data", tasks, ids, (results[0], results[1]))
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
+
+
+@pytest.mark.parametrize("case", CASES, ids=NAMES)
+def test_prompt_shows_question_options_and_our_video(bound: Bound, case: Case) -> None:
+    task = bound.tasks[case.task]
+    first = next(iter(task.test_docs()))
+    [message] = task.doc_to_messages(first)
+    videos = [c for c in message["content"] if c["type"] == "video"]
+    [text] = [c["text"] for c in message["content"] if c["type"] == "text"]
+    assert [v["url"] for v in videos] == [str((bound.root / case.video).resolve())]
+    for part in case.prompt:
+        assert part in text, f"{case.task}: {part!r} not in the prompt {text!r}"
+
+
+@pytest.mark.parametrize("run", [0, 1])
+@pytest.mark.parametrize("case", CASES, ids=NAMES)
+def test_scripted_run_gives_hand_computed_metrics(bound: Bound, case: Case, run: int) -> None:
+    results = bound.results[run][case.task]
+    for metric, value in case.expected[run].items():
+        assert results[f"{metric},none"] == pytest.approx(value), f"{case.task} run {run}: {metric}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=NAMES)
+def test_unparseable_answers_always_score_zero(bound: Bound, case: Case) -> None:
+    """Scored 30 times per document: a random-letter fallback (stock LongVideoBench, Video-Holmes, MINERVA) would hit."""
+    task = bound.tasks[case.task]
+    metric = next(iter(case.expected[0]))
+    items = [task.process_results(doc, [NONE])[metric] for doc in task.test_docs() for _ in range(30)]
+    assert task.aggregation()[metric](items) == 0.0
+
+
+def test_every_benchmark_has_a_converter_and_a_case() -> None:
+    assert sorted(CONVERTERS) == sorted(NAMES)
+
+
+@pytest.mark.parametrize(("response", "letter"), [
+    ("D. A book", "D"), ("The best answer is C", "C"), ("Best answer: B", "B"), ("Best answer: none", ""), ("", ""),
+])
+def test_longvideobench_letter_is_the_stock_rule_without_guessing(response: str, letter: str) -> None:
+    assert longvideobench_letter(response) == letter
+
+
+@pytest.mark.parametrize(("response", "found"), [
+    ("(B)", True), ("B", True), ("B.", True), ("it is the second one, I think so", False),
+    ("the one with the red coat and hat", True), ("???", False), ("", False),
+])
+def test_holmes_candidate_check(response: str, found: bool) -> None:
+    options = {"A": "blue scarf", "B": "red coat", "C": "green hat"}
+    assert holmes_has_candidate(response, options) is found
+
+
+def _record(answer: str, options: list[str]) -> Record:
+    return Record(id="minerva/x", problem="Q?", problem_type="multiple_choice", answer=answer, options=options,
+                  media=[{"kind": "video", "path": "minerva/videos/x.mp4"}])
+
+
+@pytest.mark.parametrize(("name", "record", "message"), [
+    ("minerva", _record("B", ["a", "b", "c"]), "MINERVA questions have 5 choices"),
+    ("lvbench", _record("B", ["a", "b", "c", "d", "e"]), "at most 4"),
+    ("videomme", _record("E", ["a", "b", "c", "d"]), "not one of its option letters"),
+    ("mlvu", _record("A", ["a", "b"]), "meta field 'task'"),
+])
+def test_converter_errors_name_the_record(name: str, record: Record, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        CONVERTERS[name](record, {})
+    assert "minerva/x" in str(info.value)

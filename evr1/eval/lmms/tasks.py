@@ -223,7 +223,10 @@ def bind_benchmark(name: str, data_root: str | Path, out: str | Path, evals: str
 
 def bind(data_root: str | Path, out: str | Path, benchmarks: Sequence[str], evals: str | Path | None = None) -> list[Bound]:
     """Bind the task folders of `benchmarks` (all checked before any is written)."""
+    from evr1.registry import BENCHMARKS
+
     for name in benchmarks:
+        BENCHMARKS.get(name)  # an unknown name fails with the known ones and a close match
         template_dir(evals, name)
     return [bind_benchmark(name, data_root, out, evals) for name in benchmarks]
 

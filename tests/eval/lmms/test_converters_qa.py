@@ -8,8 +8,6 @@ responses in record order) must give the hand-computed numbers on the stock metr
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,7 +80,6 @@ CASES = [
          ({"minerva_acc": 50.0}, {"minerva_acc": 0.0})),
 ]
 NAMES = [c.benchmark for c in CASES]
-LMMS_ENV = ("HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "LMMS_EVAL_DATASETS_CACHE")
 
 
 @dataclass
@@ -94,34 +91,24 @@ class Bound:
 
 
 @pytest.fixture(scope="module")
-def bound(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bound]:
+def bound(lmms_env: Path) -> Bound:
     """The eight benchmarks written, bound, loaded, and evaluated with both scripted runs (once per module)."""
-    tmp = tmp_path_factory.mktemp("qa-lmms")
-    saved = {k: os.environ.pop(k, None) for k in LMMS_ENV}
-    os.environ.update(HF_HOME=str(tmp / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-                      LMMS_EVAL_DATASETS_CACHE=str(tmp / "ds"))
-    try:
-        from lmms_eval.evaluator import simple_evaluate
-        from lmms_eval.tasks import TaskManager, get_task_dict
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.tasks import TaskManager, get_task_dict
 
-        counts = write_fixtures(tmp / "data", NAMES)
-        bounds = bind(tmp / "data", tmp / "tasks", NAMES)
-        assert [b.tasks for b in bounds] == [{f"evr1_{n}": counts[n]} for n in NAMES]
-        manager = TaskManager(include_path=[str(tmp / "tasks")], include_defaults=False)
-        tasks = get_task_dict([c.task for c in CASES], manager, task_type="chat")
-        ids = {name: [d["evr1_id"] for d in task.test_docs()] for name, task in tasks.items()}
-        results = []
-        for run in (0, 1):
-            table = {i: text for c in CASES for i, text in zip(ids[c.task], c.runs[run], strict=True)}
-            out = simple_evaluate(model=ScriptedChat(table), tasks=[c.task for c in CASES], task_manager=manager, log_samples=True)
-            assert out is not None, "lmms-eval returned no results"
-            results.append(out["results"])
-        yield Bound(tmp / "data", tasks, ids, (results[0], results[1]))
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None)
-            if v is not None:
-                os.environ[k] = v
+    counts = write_fixtures(lmms_env / "data", NAMES)
+    bounds = bind(lmms_env / "data", lmms_env / "tasks", NAMES)
+    assert [b.tasks for b in bounds] == [{f"evr1_{n}": counts[n]} for n in NAMES]
+    manager = TaskManager(include_path=[str(lmms_env / "tasks")], include_defaults=False)
+    tasks = get_task_dict([c.task for c in CASES], manager, task_type="chat")
+    ids = {name: [d["evr1_id"] for d in task.test_docs()] for name, task in tasks.items()}
+    results = []
+    for run in (0, 1):
+        table = {i: text for c in CASES for i, text in zip(ids[c.task], c.runs[run], strict=True)}
+        out = simple_evaluate(model=ScriptedChat(table), tasks=[c.task for c in CASES], task_manager=manager, log_samples=True)
+        assert out is not None, "lmms-eval returned no results"
+        results.append(out["results"])
+    return Bound(lmms_env / "data", tasks, ids, (results[0], results[1]))
 
 
 @pytest.mark.parametrize("case", CASES, ids=NAMES)

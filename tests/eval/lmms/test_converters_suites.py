@@ -24,8 +24,6 @@ from evr1.registry import BENCHMARKS
 
 SUITES = ["mvbench", "tempcompass", "mmvu", "video_mmmu", "videomathqa", "vsibench", "charades_sta", "ovobench"]
 NO_JUDGE = [n for n in SUITES if n != "mmvu"]
-ENV = ("HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "LMMS_EVAL_DATASETS_CACHE", "EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL",
-       "OPENAI_API_KEY", "API_TYPE")
 
 TABLE = {
     # action_sequence: A right, B wrong (answer C) -> 50; object_shuffle: right, empty, hedge -> 1/3.
@@ -81,19 +79,6 @@ EXPECTED: dict[str, dict[str, float]] = {
 
 
 @pytest.fixture(scope="module")
-def lmms_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """lmms-eval offline, caches in a temporary folder, no judge."""
-    tmp = tmp_path_factory.mktemp("lmms-env")
-    saved = {k: os.environ.pop(k, None) for k in ENV}
-    os.environ.update(HF_HOME=str(tmp / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", LMMS_EVAL_DATASETS_CACHE=str(tmp / "ds"))
-    yield
-    for k, v in saved.items():
-        os.environ.pop(k, None)
-        if v is not None:
-            os.environ[k] = v
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("suite-benchmarks")
     write_fixtures(root, SUITES)
@@ -107,7 +92,7 @@ def bound(root: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, l
 
 
 @pytest.fixture(scope="module")
-def manager(bound: tuple[Path, list[Bound]], lmms_env: None) -> Any:
+def manager(bound: tuple[Path, list[Bound]], lmms_env: Path) -> Any:
     from lmms_eval.tasks import TaskManager
 
     return TaskManager(include_path=[str(bound[0])], include_defaults=False)
@@ -216,7 +201,7 @@ def test_mmvu_without_a_judge_fails_before_generation(manager: Any) -> None:
     assert chat.asked == []
 
 
-def test_tempcompass_captioning_needs_the_stock_judge(lmms_env: None) -> None:
+def test_tempcompass_captioning_needs_the_stock_judge(lmms_env: Path) -> None:
     doc = {"evr1_id": "tempcompass/captioning/t1/1", "dim": "speed",
            "evr1_record": {"meta": {"format": "captioning", "dimension": "speed"}},
            "question": "Describe the motion.", "mc_question": "How fast?\nA. slow\nB. fast", "mc_answer": "A. slow"}

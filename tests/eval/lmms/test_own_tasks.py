@@ -25,9 +25,9 @@ from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec
 
 from ..expected import CASES
+from .conftest import lmms_offline
 
 OWN = ["vcrbench", "videoreasonbench", "longvideo_reason", "stvg", "odvbench", "livesports3k_qa"]
-LMMS_ENV = ("HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "LMMS_EVAL_DATASETS_CACHE", "EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL")
 
 
 @pytest.fixture(scope="module")
@@ -45,16 +45,10 @@ def bound(own_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def lmms_env(tmp_path: Path) -> Iterator[None]:
-    """lmms-eval offline with its caches in a temporary folder, and no judge set."""
-    saved = {k: os.environ.pop(k, None) for k in LMMS_ENV}
-    os.environ.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-                      LMMS_EVAL_DATASETS_CACHE=str(tmp_path / "ds"))
-    yield
-    for k, v in saved.items():
-        os.environ.pop(k, None)
-        if v is not None:
-            os.environ[k] = v
+def offline(tmp_path: Path) -> Iterator[None]:
+    """A fresh offline lmms-eval environment per test: the judge variables a test sets do not leak."""
+    with lmms_offline(tmp_path):
+        yield
 
 
 def _table(root: Path, names: list[str]) -> dict[str, str]:
@@ -75,7 +69,7 @@ def _run(bound: Path, chat: ScriptedChat, names: list[str]) -> dict[str, Any]:
     return out
 
 
-def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, lmms_env: None, judge, tmp_path: Path) -> None:
+def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, offline: None, judge, tmp_path: Path) -> None:
     os.environ.update(EVR1_JUDGE_URL=judge.url, EVR1_JUDGE_MODEL="judge")
     table = _table(own_root, OWN)
     chat = ScriptedChat(table)
@@ -133,7 +127,7 @@ def test_documents_rebuild_the_evaluated_records(own_root: Path) -> None:
             assert doc_to_text(doc) == ScriptedResponder({}).prepare(record).text
 
 
-def test_missing_judge_is_a_clear_error_before_generation(own_root: Path, bound: Path, lmms_env: None) -> None:
+def test_missing_judge_is_a_clear_error_before_generation(own_root: Path, bound: Path, offline: None) -> None:
     chat = ScriptedChat(_table(own_root, ["vcrbench"]))
     with pytest.raises(ConfigError, match=r"'vcrbench' scores open_ended answers with an LLM judge: set EVR1_JUDGE_URL"
                                           r" .* and EVR1_JUDGE_MODEL"):

@@ -9,8 +9,9 @@ by evr1's media pipeline (the same `VideoSpec`, processor and chat template as t
 from the tensor cache when `cache=DIR`), not by lmms-eval's frames-as-images path. Media for
 upcoming requests are prepared in a thread pool while the engine generates.
 
-With `responses=FILE`, each response is appended to FILE (JSONL) as soon as it is produced and
-a rerun answers from it: resume by task, split and document id (a request whose messages or
+The settings (model, engine, frames, pixel budgets, decoder) are the `model` of an in-process
+run's results and are written with every row of the response log. With `responses=FILE`, each
+response is appended to FILE (JSONL) as soon as it is produced and a rerun answers from it: resume by task, split and document id (a request whose messages or
 settings changed is generated again). A request whose media or prompt fails is answered with ""
 (scored wrong, never dropped), logged and listed in `failures`.
 
@@ -26,6 +27,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from lmms_eval.api.instance import Instance
@@ -107,7 +109,7 @@ class ResponseLog:
     """Responses by request key, appended to a JSONL file as they come (resume)."""
 
     path: Path | None
-    settings: str
+    settings: Mapping[str, Any]  # written with every row; rows of other settings are not reused
     done: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -118,7 +120,7 @@ class ResponseLog:
                 row = json.loads(line)
             except json.JSONDecodeError:  # a torn last line of a killed run
                 continue
-            if row.get("settings") == self.settings:
+            if row.get("settings") == json.loads(json.dumps(self.settings)):
                 self.done.setdefault(f"{row['key']}#{row['digest']}", row["response"])
 
     def get(self, request: Request) -> str | None:
@@ -187,8 +189,9 @@ class Evr1Chat(lmms):
         self.loader = MediaLoader(self.video, self.image, self.cache_spec, self.processor, data_root="/")
         self.settings = {"model": model_spec.name, "engine": engine, "video": self.video.model_dump(mode="json"),
                          "image": self.image.model_dump(mode="json"), "max_prompt_tokens": self.max_prompt_tokens}
-        settings_id = hashlib.sha256(json.dumps(self.settings, sort_keys=True).encode()).hexdigest()[:12]
-        self.log = ResponseLog(Path(responses) if responses else None, settings_id)
+        self.log = ResponseLog(Path(responses) if responses else None, self.settings)
+        # lmms-eval records `config._name_or_path` as the model of an in-process run's results
+        self.config = SimpleNamespace(_name_or_path=f"{model_spec.name} (evr1 {json.dumps(self.settings)})")
         self.failures: list[tuple[str, str]] = []
         self._images = Path(tempfile.mkdtemp(prefix="evr1-lmms-images-"))
         logger.info("evr1 model settings: %s", json.dumps(self.settings))

@@ -132,6 +132,8 @@ def test_answers_equal_evr1_own_evaluator(tasks_dir: Path, bench_root: Path, tmp
     model = Evr1Chat(**MODEL_ARGS)
     result = run(model, tasks_dir, ["t_mvbench", "t_video_mmmu"])
     assert model.failures == []
+    assert result["config"]["model"].startswith("tiny-qwen2.5-vl (evr1 ")  # the settings are in the results
+    assert '"fps": 1.0' in result["config"]["model"] and '"max_frames": 4' in result["config"]["model"]
     video = VideoSpec(fps=1.0, max_frames=4, max_pixels=56 * 56, min_pixels=28 * 28)
     spec = EvalSpec(video=video, max_response_tokens=5, batch_size=1)
     responder = engine_responder(ModelSpec(name="tiny-qwen2.5-vl"), spec, data_root=bench_root)
@@ -149,7 +151,8 @@ def test_resume_answers_from_the_log_and_regenerates_changed_requests(tasks_dir:
     log = tmp_path / "responses.jsonl"
     first = Evr1Chat(**MODEL_ARGS, responses=str(log))
     before = responses(run(first, tasks_dir, ["t_video_mmmu"]), "t_video_mmmu")
-    assert len(log.read_text().splitlines()) == 3
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(rows) == 3 and all(r["settings"]["video"]["max_frames"] == 4 for r in rows)
 
     again = Evr1Chat(**MODEL_ARGS, responses=str(log))
     calls: list[int] = []

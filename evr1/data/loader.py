@@ -19,7 +19,7 @@ from typing import Any, Literal
 import torch
 
 from evr1.data.cache import CacheError, TensorCache, entry_key, processor_identity, source_identity
-from evr1.data.decode import check_file
+from evr1.data.decode import check_decoder, check_file
 from evr1.data.live import MediaInfo, Prepared, prepare_image, prepare_video
 from evr1.data.media import Geometry
 from evr1.data.patches import Normaliser, OutputPool, Patches, from_buffer
@@ -116,8 +116,10 @@ class MediaLoader:
             "video": _Modality.of(video, getattr(processor, "video_processor", None) or processor),
             "image": _Modality.of(image, getattr(processor, "image_processor", None) or processor),
         }
-        if video.decoder != "pyav":
-            raise ConfigError(f"data.video.decoder {video.decoder!r} is not available in this build; use 'pyav'")
+        try:
+            check_decoder(video.decoder)
+        except ValueError as exc:
+            raise ConfigError(f"data.video.decoder: {exc}") from None
         if cache.mode == "only" and cache.path is None:
             raise ConfigError("data.cache.mode is 'only' but data.cache.path is not set")
         use_cache = cache.mode != "bypass" and cache.path is not None

@@ -53,7 +53,7 @@ def test_repeated_indices_are_served(media_root) -> None:
 
 def test_unavailable_decoder_is_a_clear_error(media_root) -> None:
     with pytest.raises(MediaError) as err:
-        prepare_video(media_root / "small.mp4", VideoSpec(decoder="decord"), Geometry())
+        prepare_video(media_root / "small.mp4", VideoSpec(decoder="torchcodec"), Geometry())
     assert err.value.reason == "unsupported_decoder" and "pyav" in str(err.value)
 
 

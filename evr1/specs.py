@@ -63,8 +63,8 @@ class VideoSpec(Spec):
     `fps` samples `duration * fps` frames clamped to `[min_frames, max_frames]`; `nframes` takes a
     fixed count (both rounded to pairs of frames). `min_pixels`/`max_pixels` bound each frame;
     `total_pixels` (qwen-vl-utils' meaning) lowers the per-frame bound to
-    `total_pixels * 2 / frames`. `decoder`: "pyav" (default) or "decord" (extra `decord`; it seeks, so
-reading a few frames of a long video is faster); "torchcodec" is not available in this build.
+    `total_pixels * 2 / frames`. `decoder`: "pyav" (default) or "decord" (extra `decord`; the same
+frames bit for bit, as fast on the clips measured); "torchcodec" is not available in this build.
     """
 
     fps: Annotated[float, Field(gt=0)] | None = 2.0

@@ -1,5 +1,5 @@
-"""Decoding with PyAV (the default decoder), decord (seeks: faster for a few frames of a long
-video; extra `decord`) and Pillow; every failure becomes a `MediaError`.
+"""Decoding with PyAV (the default decoder), decord (extra `decord`: the same frames bit for bit)
+and Pillow; every failure becomes a `MediaError`.
 
 Reasons (stable codes, used in the cache build's failure report): `missing`, `empty`, `corrupt`,
 `no_video_stream`, `unsupported_codec`, `unsupported_decoder`, `too_few_frames`, `truncated`,
@@ -62,7 +62,7 @@ def _decord_reader(path: str | Path):
 
     check_file(path)
     try:
-        return decord.VideoReader(str(path), num_threads=1)
+        return decord.VideoReader(str(path), num_threads=0)
     except (decord.DECORDError, RuntimeError) as exc:  # decord raises RuntimeError when it cannot open a file
         raise MediaError(str(path), "corrupt", f"cannot open as a video: {str(exc).splitlines()[0]}") from None
 

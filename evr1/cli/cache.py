@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from evr1.errors import ConfigError
 
@@ -113,7 +114,7 @@ def build(
     )
     if report.failures:
         for item in report.failures[:10]:
-            console.print(f"failed: record {item['record']!r} {item['file']}: {item['reason']}: {item['detail']}")
+            console.print(f"failed: record {item['record']!r} {item['file']}: {item['reason']}: {item['detail']}", markup=False)
         console.print(f"failure report: {report.failures_path} ({len(report.failures)} lines)")
         if strict:
             raise typer.Exit(1)
@@ -155,9 +156,9 @@ def verify(
 
     result = verify_cache(path, sample=sample, decode=decode, seed=seed)
     for problem in result.problems:
-        console.print(f"[red]bad[/red] {problem}")
+        console.print(f"[red]bad[/red] {escape(str(problem))}")
     for note in result.stale:
-        console.print(f"[yellow]stale[/yellow] {note}")
+        console.print(f"[yellow]stale[/yellow] {escape(str(note))}")
     console.print(f"checked {result.checked} of {result.entries} entries: {len(result.problems)} bad, {len(result.stale)} with a changed or missing source")
     if result.problems:
         raise typer.Exit(1)

@@ -121,4 +121,5 @@ def list_benchmarks() -> None:
 
     for name in BENCHMARKS.names():
         bench = BENCHMARKS.get(name)
-        console.print(f"{name}: {bench.title} — {bench.metric} [lmms-eval: {bench.lmms_task or 'ours (evals/)'}]")
+        base = f"extends stock {bench.lmms_task}" if bench.lmms_task else "scored by evr1"
+        console.print(f"{name}: {bench.title} — {bench.metric} [lmms-eval: evr1_{name}, {base}]", markup=False)

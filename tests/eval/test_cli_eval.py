@@ -54,3 +54,5 @@ def test_user_errors_exit_2_without_traceback(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "did you mean 'videomme'" in unknown.stderr.lower()
     listed = evr1("list", cwd=tmp_path)
     assert listed.returncode == 0 and listed.stdout.count("\n") == 22 and "vsibench: VSI-Bench" in listed.stdout
+    assert "[lmms-eval: evr1_vsibench, extends stock vsibench]" in listed.stdout
+    assert "[lmms-eval: evr1_stvg, scored by evr1]" in listed.stdout

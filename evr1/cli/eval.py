@@ -109,7 +109,8 @@ def lmms_tasks(
 
     bound = bind(data_root, out, _names(benchmarks) or BENCHMARKS.names(), evals)
     for b in bound:
-        skipped = f" (no documents: {', '.join(b.skipped)})" if b.skipped else ""
+        names = ", ".join(b.skipped) if len(b.skipped) <= 3 else f"{len(b.skipped)} subtasks"
+        skipped = f" (without documents: {names})" if b.skipped else ""
         console.print(f"{b.benchmark}: {', '.join(b.names)} — {sum(b.tasks.values())} documents{skipped}")
     console.print(f"lmms-eval --model evr1 --include_path {out} --tasks {','.join(n for b in bound for n in b.names)}")
 

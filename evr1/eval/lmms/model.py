@@ -15,7 +15,9 @@ response is appended to FILE (JSONL) as soon as it is produced and a rerun answe
 settings changed is generated again). A request whose media or prompt fails is answered with ""
 (scored wrong, never dropped), logged and listed in `failures`.
 
-`ScriptedChat` answers from a table `{evr1_id: response}`: it tests tasks and scoring exactly.
+Multi-round tasks (`generate_until_multi_round`) run round by round, each round's messages made by
+the task from the answers so far. `ScriptedChat` answers from a table `{evr1_id: response}`: it
+tests tasks and scoring exactly.
 """
 
 from __future__ import annotations
@@ -228,8 +230,30 @@ class Evr1Chat(lmms):
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
         raise Evr1Error("the evr1 model answers generation tasks only (no loglikelihood tasks)")
 
-    def generate_until_multi_round(self, requests: list[Instance]) -> list[str]:
-        raise Evr1Error("the evr1 model does not run multi-round tasks")
+    def generate_until_multi_round(self, requests: list[Instance]) -> list[list[str]]:
+        """Each request's rounds in turn: the task gives the messages of round i (with the outputs so
+        far) until it says stop; the answers of all rounds, per request. Rounds are logged like requests."""
+        from tqdm import tqdm
+
+        answers = []
+        for instance in tqdm(requests, desc="evr1 multi-round", unit="sample"):
+            _ctx, doc_to_messages, gen_kwargs, doc_id, task, split = instance.args
+            doc = self.task_dict[task][split][doc_id]
+            outputs: list[str] = []
+            info, messages = None, doc_to_messages(doc)
+            while messages is not None:
+                request = Request(f"{task}/{split}/{doc_id}#{len(outputs)}", doc, ChatMessages(messages=messages),
+                                  dict(gen_kwargs or {}))
+                text = self.log.get(request)
+                if text is None:
+                    [(_, text)] = self._answer([self._prepare(request)], [0])
+                    self.log.add(request, text)
+                outputs.append(text)
+                payload = doc_to_messages(doc, round_idx=len(outputs), previous_output=list(outputs), previous_round_info=info)
+                messages, terminal, _, info = payload if isinstance(payload, tuple) and len(payload) == 4 else (None, True, None, None)
+                messages = None if terminal else messages
+            answers.append(outputs)
+        return answers
 
     # -- internals --------------------------------------------------------------------------
 

@@ -36,9 +36,43 @@ metric_list:
     aggregation: mean
     higher_is_better: true
 """
+MULTI_ROUND = """\
+task: t_rounds_{name}
+output_type: generate_until_multi_round
+doc_to_text: !function t_utils.rounds
+doc_to_target: answer
+generation_kwargs:
+  max_new_tokens: 4
+  temperature: 0
+process_results: !function t_utils.round_results
+metric_list:
+  - metric: rounds
+    aggregation: mean
+    higher_is_better: true
+  - metric: chained
+    aggregation: mean
+    higher_is_better: true
+"""
 UTILS = """\
+from evr1.eval.lmms.tasks import doc_to_visual
+
+
 def results(doc, results):
     return {"answered": float(bool(results[0]))}
+
+
+def rounds(doc, lmms_eval_specific_kwargs=None, round_idx=None, previous_output=None, previous_round_info=None):
+    \"\"\"Three rounds; each prompt quotes how many answers came before (checked by round_results).\"\"\"
+    if round_idx is None:
+        return "Round 0: what colour is the square?"
+    if round_idx == 3:
+        return None, None, True, previous_output, None
+    return doc_to_visual(doc), f"Round {round_idx} after {len(previous_output)} answers.", False, previous_output, None
+
+
+def round_results(doc, results):
+    outputs = results[0]
+    return {"rounds": float(len(outputs)), "chained": float(all(isinstance(o, str) for o in outputs))}
 """
 
 
@@ -63,6 +97,7 @@ def tasks_dir(bench_root: Path, tmp_path_factory: pytest.TempPathFactory, lmms_e
     for name in ("mvbench", "video_mmmu"):
         (evals / name).mkdir()
         (evals / name / "t.yaml").write_text(TEMPLATE.format(name=name))
+        (evals / name / "t_rounds.yaml").write_text(MULTI_ROUND.format(name=name))
         (evals / name / "t_utils.py").write_text(UTILS)
     out = tmp_path_factory.mktemp("bound")
     bind(bench_root, out, ["mvbench", "video_mmmu"], evals)
@@ -188,6 +223,25 @@ def test_a_missing_video_fails_its_request_only(tasks_dir: Path, tmp_path: Path)
     assert [key for key, _ in model.failures] == ["t_mvbench/test/1"]
     assert "gone.mp4" in model.failures[0][1]
     assert result["results"]["t_mvbench"]["answered,none"] <= 0.8  # the failed one is in the denominator
+
+
+@pytest.mark.slow
+def test_multi_round_tasks_run_each_round_with_the_previous_answers(tasks_dir: Path, tmp_path: Path) -> None:
+    log = tmp_path / "responses.jsonl"
+    model = Evr1Chat(**MODEL_ARGS, responses=str(log))
+    asked: list[tuple[str, str]] = []
+    prepare = model._prepare
+    model._prepare = lambda r: asked.append((r.key, r.chat.messages[-1].content[-1].text)) or prepare(r)
+    result = run(model, tasks_dir, ["t_rounds_video_mmmu"])
+    assert dict(asked)["t_rounds_video_mmmu/test/1#0"] == "Round 0: what colour is the square?"
+    assert dict(asked)["t_rounds_video_mmmu/test/1#2"] == "Round 2 after 2 answers."
+    assert result["results"]["t_rounds_video_mmmu"]["rounds,none"] == 3.0
+    assert result["results"]["t_rounds_video_mmmu"]["chained,none"] == 1.0
+    keys = [json.loads(line)["key"] for line in log.read_text().splitlines()]
+    assert sorted(keys) == sorted(f"t_rounds_video_mmmu/test/{d}#{r}" for d in range(3) for r in range(3))
+    again = Evr1Chat(**MODEL_ARGS, responses=str(log))
+    again.engine.generate = lambda prompts, params: pytest.fail("a logged round was generated again")
+    assert run(again, tasks_dir, ["t_rounds_video_mmmu"])["results"]["t_rounds_video_mmmu"]["rounds,none"] == 3.0
 
 
 @pytest.mark.slow

@@ -31,6 +31,21 @@ class Prepared:
         return prompt_hash(self.text)
 
 
+def media_prompt(processor: Any, loader: Any, messages: Any, refs: Sequence[Any], owner: str) -> tuple[Any, list[Any]]:
+    """Load the media `refs` (from the cache, else decoded live) and build the prompt of `messages` around them."""
+    from evr1.models import build_prompt
+
+    media = [loader.load_media(ref, owner) for ref in refs]
+    return build_prompt(processor, messages, [m.processor_inputs() for m in media]), media
+
+
+def too_long(prompt: Any, limit: int | None) -> str | None:
+    """Why `prompt` cannot be generated from (over `limit` tokens), or None."""
+    if limit is not None and len(prompt) > limit:
+        return f"prompt has {len(prompt)} tokens, over max_prompt_tokens={limit}"
+    return None
+
+
 class Responder(Protocol):
     def prepare(self, record: Record) -> Prepared: ...
 
@@ -68,20 +83,17 @@ class EngineResponder:
         self.mode, self.model, self.max_prompt_tokens = mode, model, max_prompt_tokens
 
     def prepare(self, record: Record) -> Prepared:
-        from evr1.models import build_prompt, chat_messages
+        from evr1.models import chat_messages
 
         question = question_text(record, self.mode)
         try:
-            media = self.loader.load(record)
-            messages = chat_messages(question, [m.kind for m in media])
-            prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media])
+            messages = chat_messages(question, [m.kind for m in record.media])
+            prompt, media = media_prompt(self.processor, self.loader, messages, record.media, record.id)
         except Exception as exc:  # this sample fails (bad video, prompt error); the run goes on
             return Prepared(record, question, error=f"{type(exc).__name__}: {exc}")
         stamps = next((m.timestamps for m in media if m.kind == "video"), None)
-        prepared = Prepared(record, prompt.text, prompt, frame_timestamps=stamps, cache_hits=sum(m.cache_hit for m in media))
-        if self.max_prompt_tokens is not None and len(prompt) > self.max_prompt_tokens:
-            prepared.error = f"prompt has {len(prompt)} tokens, over max_prompt_tokens={self.max_prompt_tokens}"
-        return prepared
+        return Prepared(record, prompt.text, prompt, frame_timestamps=stamps, cache_hits=sum(m.cache_hit for m in media),
+                        error=too_long(prompt, self.max_prompt_tokens))
 
     def respond(self, batch: Sequence[Prepared]) -> list[str]:
         results = self.engine.generate([p.prompt for p in batch], self.params)

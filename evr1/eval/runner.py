@@ -73,24 +73,29 @@ def parsed_answer(record: Record, response: str) -> str | None:
     return text
 
 
-def read_samples(path: Path, sid: str) -> dict[str, dict[str, Any]]:
-    """The samples already written (first one per id); a torn last line (a killed run) is cut off."""
+def read_log(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The rows (with line numbers) of a JSONL log we append to; a torn last line (a killed run) is cut off."""
     if not path.exists():
-        return {}
-    data = path.read_bytes()
-    lines = data.split(b"\n")
+        return []
+    lines = path.read_bytes().split(b"\n")
     if lines and lines[-1].strip():  # no newline at the end: the last write did not finish
         logger.warning("%s: dropping an incomplete last line", path)
         path.write_bytes(b"\n".join(lines[:-1]) + b"\n")
         lines = lines[:-1]
-    rows: dict[str, dict[str, Any]] = {}
+    rows = []
     for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise Evr1Error(f"{path}:{number}: malformed sample line ({exc.msg}); remove it to resume") from None
+        if raw.strip():
+            try:
+                rows.append((number, json.loads(raw)))
+            except json.JSONDecodeError as exc:
+                raise Evr1Error(f"{path}:{number}: malformed line ({exc.msg}); remove it to resume") from None
+    return rows
+
+
+def read_samples(path: Path, sid: str) -> dict[str, dict[str, Any]]:
+    """The samples already written (first one per id), all made under settings `sid`."""
+    rows: dict[str, dict[str, Any]] = {}
+    for number, row in read_log(path):
         if row.get("settings_id") != sid:
             raise Evr1Error(
                 f"{path}:{number}: sample {row.get('id')!r} was made with other settings ({row.get('settings_id')} vs {sid});"

@@ -25,7 +25,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,9 +56,20 @@ class Request:
 
     @property
     def digest(self) -> str:
-        """What the answer depends on besides the model settings: messages and sampling."""
-        payload = json.dumps([self.chat.model_dump(mode="json"), self.gen_kwargs], sort_keys=True, default=str)
+        """What the answer depends on besides the model settings: messages (images by content) and sampling."""
+        messages = [[[item.type, _content_id(getattr(item, "url", None) or getattr(item, "text", "")),
+                      getattr(item, "start_time", None), getattr(item, "end_time", None)] for item in m.content]
+                    for m in self.chat.messages]
+        roles = [m.role for m in self.chat.messages]
+        payload = json.dumps([roles, messages, self.gen_kwargs], sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _content_id(value: Any) -> Any:
+    """A JSON-able identity of message content: text and paths as they are, an in-memory image by its pixels."""
+    if hasattr(value, "tobytes") and hasattr(value, "mode"):
+        return "image:" + hashlib.sha256(value.tobytes() + str((value.mode, value.size)).encode()).hexdigest()[:20]
+    return value
 
 
 def read_requests(model: lmms, requests: Sequence[Instance]) -> list[Request]:
@@ -115,14 +128,11 @@ class ResponseLog:
     done: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.path is None or not self.path.exists():
-            return
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # a torn last line of a killed run
-                continue
-            if row.get("settings") == json.loads(json.dumps(self.settings)):
+        from evr1.eval.runner import read_log
+
+        settings = json.loads(json.dumps(self.settings))
+        for _, row in read_log(self.path) if self.path is not None else []:
+            if row.get("settings") == settings and not row.get("error"):  # a failed request is tried again
                 self.done.setdefault(f"{row['key']}#{row['digest']}", row["response"])
 
     def get(self, request: Request) -> str | None:
@@ -189,8 +199,12 @@ class Evr1Chat(lmms):
         self.max_prompt_tokens = int(max_prompt_tokens)
         self.processor = load_processor(model_spec)
         self.loader = MediaLoader(self.video, self.image, self.cache_spec, self.processor, data_root="/")
-        self.settings = {"model": model_spec.name, "engine": engine, "video": self.video.model_dump(mode="json"),
-                         "image": self.image.model_dump(mode="json"), "max_prompt_tokens": self.max_prompt_tokens}
+        self.settings = {
+            "model": model_spec.model_dump(mode="json", exclude={"cache_dir"}), "engine": engine,
+            "video": self.video.model_dump(mode="json"), "image": self.image.model_dump(mode="json"),
+            "cache_storage": self.cache_spec.storage, "max_new_tokens": self.max_new_tokens,
+            "max_prompt_tokens": self.max_prompt_tokens,
+        }
         self.log = ResponseLog(Path(responses) if responses else None, self.settings)
         # lmms-eval records `config._name_or_path` as the model of an in-process run's results
         self.config = SimpleNamespace(_name_or_path=f"{model_spec.name} (evr1 {json.dumps(self.settings)})")
@@ -220,6 +234,7 @@ class Evr1Chat(lmms):
             for i, text in self._answer([todo[i] for i, _ in batch], [i for i, _ in batch]):
                 answers[i] = text
                 self.log.add(todo[i], text)
+                todo[i].prompt = None  # its pixels go back to the loader's pool
             bar.update(len(batch))
         bar.close()
         if self.failures:
@@ -259,14 +274,12 @@ class Evr1Chat(lmms):
 
     def _prepare(self, request: Request) -> Request:
         """Load the request's media (cache or live) and build its prompt; a failure is kept, not raised."""
-        from evr1.models import build_prompt
+        from evr1.eval.responders import media_prompt, too_long
 
         try:
             messages, refs = self._chat(request.chat)
-            media = [self.loader.load_media(ref, request.key) for ref in refs]
-            request.prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media])
-            if len(request.prompt) > self.max_prompt_tokens:
-                request.error = f"prompt has {len(request.prompt)} tokens, over max_prompt_tokens={self.max_prompt_tokens}"
+            request.prompt, _ = media_prompt(self.processor, self.loader, messages, refs, request.key)
+            request.error = too_long(request.prompt, self.max_prompt_tokens)
         except Exception as exc:  # a bad video or prompt fails this request; the run goes on
             request.error = f"{type(exc).__name__}: {exc}"
         return request
@@ -300,10 +313,11 @@ class Evr1Chat(lmms):
         if isinstance(url, (str, Path)):
             return str(Path(url).resolve())
         if hasattr(url, "save") and hasattr(url, "tobytes"):
-            digest = hashlib.sha256(url.tobytes() + str((url.mode, url.size)).encode()).hexdigest()[:20]
-            path = self._images / f"{digest}.png"
-            if not path.exists():
-                url.save(path)
+            path = self._images / f"{_content_id(url).removeprefix('image:')}.png"
+            if not path.exists():  # written whole, then renamed: a prefetch thread never reads half a file
+                part = path.with_suffix(f".{threading.get_ident()}.part")
+                url.save(part, format="PNG")
+                os.replace(part, path)
             return str(path)
         raise Evr1Error(f"unsupported image {type(url).__name__}: give a path or a PIL image")
 

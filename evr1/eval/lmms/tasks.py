@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,26 +172,41 @@ class Bound:
         return list(self.groups) or list(self.tasks)
 
 
-def bind_benchmark(name: str, data_root: str | Path, out: str | Path, evals: str | Path | None = None) -> Bound:
-    """Write the bound task folder of benchmark `name` under `<out>/<name>/`."""
+@dataclass
+class _Plan:
+    """One benchmark's bound folder, made in memory: files to write and what they hold."""
+
+    bound: Bound
+    src: Path
+    configs: dict[str, dict[str, Any]]  # file name -> config
+    docs: dict[str, list[dict[str, Any]]]  # file name -> documents
+
+
+def plan_benchmark(name: str, data_root: str | Path, out: str | Path, evals: str | Path | None = None) -> _Plan:
+    """Convert the documents of benchmark `name` and assign them to its templates (nothing written).
+
+    Every document goes to a template: documents of a subset no template reads are an error, never
+    dropped (a misspelt subset would shrink the denominator).
+    """
     src = template_dir(evals, name)
     dest = Path(out).resolve() / name
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    for extra in src.iterdir():
-        if extra.is_file() and extra.suffix not in (".yaml", ".yml"):
-            shutil.copy2(extra, dest / extra.name)
     docs = benchmark_docs(name, data_root)
-    tasks: dict[str, int] = {}
-    groups: list[tuple[Path, dict[str, Any]]] = []
-    skipped: list[str] = []
     stock = stock_tasks_dir()
-    for path in sorted(src.glob("*.y*ml")):
-        config = read_template(path)
-        if "group" in config and "task" in config and STOCK_KEY not in config and "dataset_path" not in config:
-            groups.append((path, config))
-            continue
+    templates = [(path, read_template(path)) for path in sorted(src.glob("*.y*ml"))]
+    groups = [(p, c) for p, c in templates if "group" in c and "task" in c and STOCK_KEY not in c and "dataset_path" not in c]
+    tasks = [(p, c) for p, c in templates if (p, c) not in groups]
+    subsets = {c.get(SUBSET_KEY) for _, c in tasks}
+    if None not in subsets:
+        unread = Counter(str(d.get(SUBSET_FIELD)) for d in docs if d.get(SUBSET_FIELD) not in subsets)
+        if unread:
+            listed = ", ".join(f"{value!r} ({n})" for value, n in sorted(unread.items()))
+            raise Evr1Error(f"benchmark {name!r}: no task of {src} reads the documents of subset {listed}; "
+                            f"known subsets: {', '.join(sorted(map(str, subsets)))}")
+    plan = _Plan(Bound(name, {}, (), ()), src, {}, {})
+    counts: dict[str, int] = {}
+    skipped: list[str] = []
+    for path, config in tasks:
+        config = dict(config)
         subset = config.pop(SUBSET_KEY, None)
         chosen = [d for d in docs if subset is None or d.get(SUBSET_FIELD) == subset]
         task = config.get("task")
@@ -204,31 +220,59 @@ def bind_benchmark(name: str, data_root: str | Path, out: str | Path, evals: str
             if not stock_file.is_file():
                 raise ConfigError(f"{path}: stock task file {stock_file} does not exist in this lmms-eval")
             config = {"include": str(stock_file), **config}
-        docs_file = dest / (f"docs-{subset}.jsonl" if subset else "docs.jsonl")
-        write_jsonl(docs_file, chosen)
-        config.update(dataset_path="json", dataset_name=None, dataset_kwargs={"data_files": {"test": str(docs_file)}},
-                      test_split="test")
+        docs_name = f"docs-{subset}.jsonl" if subset else "docs.jsonl"
+        plan.docs[docs_name] = chosen
+        config.update(dataset_path="json", dataset_name=None, test_split="test",
+                      dataset_kwargs={"data_files": {"test": str(dest / docs_name)}})
         config.setdefault("doc_to_visual", Function("evr1.eval.lmms.tasks.doc_to_visual"))
-        write_config(dest / path.name, config)
-        tasks[task] = len(chosen)
-    for path, config in groups:
-        members = [t for t in _as_list(config["task"]) if t in tasks]
-        if members:
-            write_config(dest / path.name, {**config, "task": members})
-    group_names = tuple(str(c["group"]) for p, c in groups if (dest / p.name).exists())
-    if not tasks:
+        plan.configs[path.name] = config
+        counts[task] = len(chosen)
+    if not counts:
         raise Evr1Error(f"benchmark {name!r}: no documents for any of its tasks under {data_root}")
-    return Bound(name, tasks, group_names, tuple(skipped))
+    group_names = []
+    for path, config in groups:
+        members = [t for t in _as_list(config["task"]) if t in counts]
+        if members:
+            plan.configs[path.name] = {**config, "task": members}
+            group_names.append(str(config["group"]))
+    plan.bound = Bound(name, counts, tuple(group_names), tuple(skipped))
+    return plan
+
+
+def write_plan(plan: _Plan, out: str | Path) -> Bound:
+    """Write a planned folder beside its destination, then put it in place of the old one."""
+    dest = Path(out).resolve() / plan.bound.benchmark
+    fresh = dest.with_name(f".{dest.name}.binding")
+    if fresh.exists():
+        shutil.rmtree(fresh)
+    fresh.mkdir(parents=True)
+    for extra in plan.src.iterdir():
+        if extra.is_file() and extra.suffix not in (".yaml", ".yml"):
+            shutil.copy2(extra, fresh / extra.name)
+    for docs_name, docs in plan.docs.items():
+        write_jsonl(fresh / docs_name, docs)
+    for file_name, config in plan.configs.items():
+        write_config(fresh / file_name, config)
+    if dest.exists():
+        shutil.rmtree(dest)
+    fresh.rename(dest)
+    return plan.bound
+
+
+def bind_benchmark(name: str, data_root: str | Path, out: str | Path, evals: str | Path | None = None) -> Bound:
+    """Write the bound task folder of benchmark `name` under `<out>/<name>/`."""
+    return write_plan(plan_benchmark(name, data_root, out, evals), out)
 
 
 def bind(data_root: str | Path, out: str | Path, benchmarks: Sequence[str], evals: str | Path | None = None) -> list[Bound]:
-    """Bind the task folders of `benchmarks` (all checked before any is written)."""
+    """Bind the task folders of `benchmarks`: every document is converted before any folder is written."""
     from evr1.registry import BENCHMARKS
 
     for name in benchmarks:
         BENCHMARKS.get(name)  # an unknown name fails with the known ones and a close match
         template_dir(evals, name)
-    return [bind_benchmark(name, data_root, out, evals) for name in benchmarks]
+    plans = [plan_benchmark(name, data_root, out, evals) for name in benchmarks]
+    return [write_plan(plan, out) for plan in plans]
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:

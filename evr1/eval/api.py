@@ -9,7 +9,7 @@ The same entry point serves periodic evaluation during training (`responder_for_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from evr1.eval.benchmark import Benchmark
 from evr1.eval.report import write_run
 from evr1.eval.responders import EngineResponder, Responder
 from evr1.eval.runner import RunOptions, evaluate_benchmark
-from evr1.specs import EvalSpec, ModelSpec, RewardSpec
+from evr1.specs import EvalSpec, JudgeSpec, ModelSpec, RewardSpec
 
 
 def resolve_target(target: str) -> tuple[ModelSpec, EvalSpec | None]:
@@ -44,20 +44,33 @@ def run_settings(spec: EvalSpec, responder: Responder) -> dict[str, Any]:
     }
 
 
-def make_router(bench: Benchmark, spec: EvalSpec, records: Sequence[Record]) -> Any:
-    """The reward router scoring `bench` (accuracy only); a clear error when a needed judge is missing."""
+JUDGE_OPTIONS = ("set eval.judge.base_url and eval.judge.model (an OpenAI-compatible endpoint, e.g. a vLLM server;"
+                 " `evr1 eval run --judge-url URL --judge-model NAME`)")
+
+
+def require_judge(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[str], hint: str = JUDGE_OPTIONS) -> bool:
+    """Whether `bench` scores any of `problem_types` with an LLM judge; a ConfigError ending in `hint` (how to
+    set the judge) when one is needed and `judge` lacks its endpoint or model."""
+    judged = {t.value for t, name in bench.routes.items() if name.endswith("_judge")}
+    needed = sorted(judged.intersection(problem_types))
+    if needed and not (judge.base_url and judge.model):
+        raise ConfigError(f"benchmark {bench.name!r} scores {', '.join(needed)} answers with an LLM judge: {hint}")
+    return bool(needed)
+
+
+def reward_router(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[str], hint: str = JUDGE_OPTIONS) -> Any:
+    """The reward router scoring answers of `problem_types` on `bench` (accuracy only; the judge routes only
+    when one of them needs the judge); `require_judge`'s error, with `hint`, when that judge is missing."""
     from evr1.rewards import RewardRouter
 
-    judged = {t for t, name in bench.routes.items() if name.endswith("_judge")}
-    needed = sorted({r.problem_type.value for r in records if r.problem_type in judged})
-    if needed and not (spec.judge.base_url and spec.judge.model):
-        raise ConfigError(
-            f"benchmark {bench.name!r} scores {', '.join(needed)} answers with an LLM judge: set eval.judge.base_url"
-            " and eval.judge.model (an OpenAI-compatible endpoint, e.g. a vLLM server; `evr1 eval run --judge-url"
-            " URL --judge-model NAME`)"
-        )
-    routes = {t: name for t, name in bench.routes.items() if t not in judged or needed}
-    return RewardRouter(RewardSpec(format="none", routes=routes, judge=spec.judge))
+    judged = require_judge(bench, judge, problem_types, hint)
+    routes = {t: name for t, name in bench.routes.items() if judged or not name.endswith("_judge")}
+    return RewardRouter(RewardSpec(format="none", routes=routes, judge=judge))
+
+
+def make_router(bench: Benchmark, spec: EvalSpec, records: Sequence[Record]) -> Any:
+    """The reward router scoring `records` of `bench`; a ConfigError naming the CLI options when a needed judge is missing."""
+    return reward_router(bench, spec.judge, (r.problem_type.value for r in records))
 
 
 def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, benchmarks: Sequence[str] | None = None,

@@ -9,7 +9,7 @@ through its importer; rows in the EasyVideoR1 format (`problem`, `problem_type`,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -23,11 +23,16 @@ from evr1.problem_types import ProblemType
 
 @dataclass(frozen=True)
 class RowContext:
-    """Where an annotation row comes from, and how its media names become data-root paths."""
+    """Where an annotation row comes from, and how its media names become data-root paths.
+
+    `item` is the row's position in its file (1-based): ids made from it, for rows without an id
+    of their own, survive reformatting the file and differ between rows written on one line.
+    """
 
     benchmark: Benchmark
     file: Path
     line: int
+    item: int = 1
 
     @property
     def stem(self) -> str:
@@ -88,20 +93,28 @@ class Benchmark:
             raise Evr1Error(f"benchmark {self.name!r}: no annotations found (looked for {wanted})")
         return paths
 
-    def load(self, data_root: str | Path) -> list[Record]:
-        """Every record of the benchmark under `data_root`; raises `RecordError` (file:line) on a bad row."""
-        records: list[Record] = []
+    def rows(self, data_root: str | Path) -> Iterator[tuple[Record, Any, RowContext]]:
+        """Every record under `data_root` with the annotation row it comes from and where that row is.
+
+        Raises `RecordError` (file:line) on bad JSON, a row that is not the benchmark's format, or a
+        duplicate id.
+        """
+        counts: dict[Path, int] = {}
         seen: dict[str, str] = {}
         for item in iter_json_objects(record_files(self.annotation_paths(data_root))):
             if isinstance(item.value, RecordError):
                 raise item.value
-            for record in self.convert_row(item.value, RowContext(self, item.file, item.line)):
-                here = f"{item.file}:{item.line}"
-                first = seen.setdefault(record.id, here)
-                if first != here:
-                    raise RecordError(item.file, item.line, "id", f"duplicate id {record.id!r} (first at {first})")
-                records.append(record)
-        return records
+            counts[item.file] = counts.get(item.file, 0) + 1
+            ctx = RowContext(self, item.file, item.line, counts[item.file])
+            for record in self.convert_row(item.value, ctx):
+                if record.id in seen:
+                    raise RecordError(ctx.file, ctx.line, "id", f"duplicate id {record.id!r} (first at {seen[record.id]})")
+                seen[record.id] = f"{ctx.file}:{ctx.line}"
+                yield record, item.value, ctx
+
+    def load(self, data_root: str | Path) -> list[Record]:
+        """Every record of the benchmark under `data_root` (see `rows` for the errors)."""
+        return [record for record, _, _ in self.rows(data_root)]
 
     def convert_row(self, row: Any, ctx: RowContext) -> list[Record]:
         if not isinstance(row, Mapping):

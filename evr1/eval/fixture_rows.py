@@ -50,8 +50,8 @@ FIXTURES: dict[str, dict[str, Any]] = {
             {"video_id": "t1", "dim": "speed", "question": "Is it fast?", "answer": "no"},
         ],
         "questions/caption_matching.json": [
-            {"video_id": "t1", "dim": "order", "question": "Which caption fits?\nA. first red then blue\nB. first blue then red",
-             "answer": "Caption A"},
+            {"video_id": "t1", "dim": "order", "answer": "Caption A: first red then blue",
+             "question": "Which caption matches the video better?\nCaption A: first red then blue\nCaption B: first blue then red"},
         ],
     },
     "motionbench": {"motionbench.json": [
@@ -160,6 +160,19 @@ FIXTURES: dict[str, dict[str, Any]] = {
          "question": "Which turn?", "options": ["A. left", "B. right", "C. back", "D. forward"], "ground_truth": "B"},
         {"id": 4, "dataset": "scannet", "scene_name": "scene0", "question_type": "route_planning",
          "question": "Then?", "options": ["A. left", "B. right", "C. back", "D. forward"], "ground_truth": "D"},
+        # object_rel_direction is one task scored as the mean of its three levels (two easy items here).
+        {"id": 5, "dataset": "scannet", "scene_name": "scene0", "question_type": "object_rel_direction_easy",
+         "question": "Standing by the bed facing the door, is the chair left or right?", "options": ["A. left", "B. right"],
+         "ground_truth": "A"},
+        {"id": 6, "dataset": "scannet", "scene_name": "scene0", "question_type": "object_rel_direction_easy",
+         "question": "Standing by the door facing the bed, is the lamp left or right?", "options": ["A. left", "B. right"],
+         "ground_truth": "B"},
+        {"id": 7, "dataset": "scannet", "scene_name": "scene0", "question_type": "object_rel_direction_medium",
+         "question": "Standing by the sofa facing the tv, where is the table?", "options": ["A. left", "B. right", "C. back"],
+         "ground_truth": "C"},
+        {"id": 8, "dataset": "scannet", "scene_name": "scene0", "question_type": "object_rel_direction_hard",
+         "question": "Standing by the sink facing the stove, where is the fridge?",
+         "options": ["A. front-left", "B. front-right", "C. back-left", "D. back-right"], "ground_truth": "A"},
     ]},
     "charades_sta": {"charades_test.json": [
         {"id": "c1", "video": "ch1.mp4", "caption": "a person opens a door", "timestamp": [1.0, 3.0]},

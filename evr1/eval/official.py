@@ -19,6 +19,8 @@ from evr1.eval.benchmark import RowContext
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LETTER = re.compile(r"^\s*\(?([A-Z])\s*(?:[.):]|\s|$)")
 _EMBEDDED = re.compile(r"^\s*\(?([A-Z])[.)]\s*(.+?)\s*$")
+# TempCompass caption matching: "Caption A: x", "Sentence A: x", "Option 1: x" (its three question templates).
+_LABELLED = re.compile(r"^\s*(?:Caption|Sentence|Option)\s+([A-Z]|[1-9])\s*(?::\s*(.*?))?\s*$")
 
 Row = Mapping[str, Any]
 
@@ -50,17 +52,29 @@ def letter_of(answer: Any, options: Sequence[str]) -> str:
     raise ValueError(f"answer {answer!r} is not one of {len(options)} options")
 
 
+def labelled_option(line: str) -> tuple[str, str] | None:
+    """(letter, text) of an option line "A. x", "(A) x", "Caption A: x", "Sentence A: x" or "Option 1: x"
+    (text "" for a bare label such as "Caption A"); None for any other line."""
+    labelled = _LABELLED.match(line)
+    if labelled:
+        label = labelled.group(1)
+        return (LETTERS[int(label) - 1] if label.isdigit() else label), labelled.group(2) or ""
+    embedded = _EMBEDDED.match(line)
+    return (embedded.group(1), embedded.group(2)) if embedded else None
+
+
 def split_embedded(question: str) -> tuple[str, list[str]]:
-    """A question whose options follow it as "(A) x" / "A. x" lines: (question, option texts)."""
+    """A question whose options follow it as lines ("(A) x", "A. x", "Caption A: x", "Sentence A: x",
+    "Option 1: x"; see `labelled_option`): (question, option texts)."""
     stem, options = [], []
     for line in question.splitlines():
-        match = _EMBEDDED.match(line)
-        if match and match.group(1) == LETTERS[len(options)]:
-            options.append(match.group(2))
+        option = labelled_option(line)
+        if option and option[1] and option[0] == LETTERS[len(options)]:
+            options.append(option[1])
         elif not options:
             stem.append(line)
     if len(options) < 2:
-        raise ValueError("question holds no lettered options")
+        raise ValueError(f"question holds no lettered options: {question[:80]!r}")
     return "\n".join(stem).strip(), options
 
 
@@ -113,7 +127,7 @@ def videomme_v2(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 def mvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     """One row of `json/<task>.json`: the task is the file name; `start`/`end` clip the video."""
     options = [str(c) for c in row["candidates"]]
-    rid = row.get("id", f"{ctx.stem}/{ctx.line}")
+    rid = row.get("id", f"{ctx.stem}/{ctx.item}")
     return [mc(rid, row["question"], options, row["answer"], [video(ctx, row["video"], row.get("start"), row.get("end"))],
                task=ctx.stem)]
 
@@ -121,14 +135,15 @@ def mvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 def tempcompass(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     """Rows of `<format>.json` (multi-choice, yes_no, caption_matching, captioning)."""
     fmt, media = ctx.stem, [video(ctx, _mp4(row["video_id"]))]
-    rid = f"{fmt}/{row['video_id']}/{row.get('id', ctx.line)}"
+    rid = f"{fmt}/{row['video_id']}/{row.get('id', ctx.item)}"
     meta = {"format": fmt, "dimension": row.get("dim")}
     if fmt == "yes_no":
         return [plain(rid, row["question"], "boolean", str(row["answer"]).strip().lower().rstrip("."), media, **meta)]
     if fmt == "captioning":
         return [plain(rid, row["question"], "open_ended", row["answer"], media, **meta)]
     question, options = split_embedded(row["question"])
-    return [mc(rid, question, options, re.sub(r"^(?:Caption|Sentence)\s+", "", str(row["answer"])), media, **meta)]
+    label = labelled_option(str(row["answer"]))  # caption matching answers with its option line ("Option 2: x")
+    return [mc(rid, question, options, label[0] if label else row["answer"], media, **meta)]
 
 
 def motionbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
@@ -150,7 +165,7 @@ def longvideobench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 
 
 def mlvu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    rid = row.get("question_id", f"{row['task_type']}/{row['video_name']}/{ctx.line}")
+    rid = row.get("question_id", f"{row['task_type']}/{row['video_name']}/{ctx.item}")
     return [mc(rid, row["question"], [str(c) for c in row["candidates"]], row["answer"], [video(ctx, row["video_name"])],
                task=row["task_type"])]
 
@@ -279,7 +294,7 @@ def vsibench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 
 def charades_sta(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     start, end = (float(t) for t in row["timestamp"])
-    rid = row.get("id", f"{PurePath(row['video']).stem}/{ctx.line}")
+    rid = row.get("id", f"{PurePath(row['video']).stem}/{ctx.item}")
     question = f'Find the moment in the video that matches: "{str(row["caption"]).strip()}"'
     meta = {"duration": row.get("duration")}
     return [plain(rid, question, "temporal_grounding", {"time": [start, end]}, [video(ctx, row["video"])], **meta)]

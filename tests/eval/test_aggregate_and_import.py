@@ -131,3 +131,20 @@ def test_registry_entries_are_complete() -> None:
     own = {n for n in names if BENCHMARKS.get(n).lmms_task is None}
     assert own == {"vcrbench", "videoreasonbench", "longvideo_reason", "stvg", "odvbench", "livesports3k_qa"}
     assert {n for n in names if BENCHMARKS.get(n).needs_judge} == {"tempcompass", "vcrbench", "videoreasonbench", "mmvu"}
+
+
+def test_rows_on_one_line_get_their_own_ids_and_repeats_are_refused(tmp_path: Path) -> None:
+    import json
+
+    from evr1.data.records import RecordError
+    from evr1.registry import BENCHMARKS
+
+    questions = tmp_path / "tempcompass" / "questions"
+    questions.mkdir(parents=True)
+    row = {"video_id": "t1", "dim": "speed", "question": "Is it fast?", "answer": "no"}
+    (questions / "yes_no.json").write_text(json.dumps([row, {**row, "answer": "yes"}]))  # one line, no ids
+    records = BENCHMARKS.get("tempcompass").load(tmp_path)
+    assert [(r.id, r.answer) for r in records] == [("tempcompass/yes_no/t1/1", "no"), ("tempcompass/yes_no/t1/2", "yes")]
+    (questions / "yes_no.json").write_text(json.dumps([{**row, "id": 7}, {**row, "id": 7}]))
+    with pytest.raises(RecordError, match="duplicate id 'tempcompass/yes_no/t1/7'"):
+        BENCHMARKS.get("tempcompass").load(tmp_path)

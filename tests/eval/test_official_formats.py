@@ -10,6 +10,9 @@ Sources of the rows (texts shortened where marked):
 - LiveSports-3K QA: the fields LiveCC's `evaluation/livesports3kqa` script reads (github.com/showlab/livecc),
   with a question, options and span from EasyVideoR1's copy (`I0rOeSG6_Y4_300.745_350.676.mp4`).
 ODV-Bench is absent: its official annotation format could not be read (see docs/benchmarks.md).
+- TempCompass caption matching (lmms-eval/TempCompass, a stock task): the three question templates of
+  TempCompass's question generation (`Caption A:`, `Option 1:`, `Sentence A:` lines; the answer is the right
+  option's line) and the "Option 1" example its inference scripts quote.
 """
 
 from __future__ import annotations
@@ -156,3 +159,33 @@ def test_vcrbench_mc_without_multiple_choice_flag_names_the_field() -> None:
     row = {k: v for k, v in VCR_MC.items() if k != "multiple-choice"}
     with pytest.raises(RecordError, match="field 'multiple-choice'"):
         _convert("vcrbench", row)
+
+
+DRIBBLE, DUNK = "The man is dribbling a basketball.", "A man is dunking a basketball."
+# format, question, answer, problem, options, letter
+TEMPCOMPASS = [
+    ("caption_matching", f"Which description is a more suitable match for the video?\nOption 1: {DRIBBLE}\nOption 2: {DUNK}",
+     f"Option 2: {DUNK}", "Which description is a more suitable match for the video?", [DRIBBLE, DUNK], "B"),
+    ("caption_matching", f"Which caption matches the video better?\nCaption A: {DUNK}\nCaption B: {DRIBBLE}",
+     f"Caption A: {DUNK}", "Which caption matches the video better?", [DUNK, DRIBBLE], "A"),
+    ("caption_matching", f"Which sentence better captures the essence of the video?\nSentence A: {DRIBBLE}\nSentence B: {DUNK}",
+     f"Sentence B: {DUNK}", "Which sentence better captures the essence of the video?", [DRIBBLE, DUNK], "B"),
+    ("multi-choice", "What is the man doing?\nA. dribbling\nB. dunking\nC. passing", "B. dunking",
+     "What is the man doing?", ["dribbling", "dunking", "passing"], "B"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "question", "answer", "problem", "options", "letter"), TEMPCOMPASS,
+                         ids=[f"{c[0]}-{c[2].split()[0]}" for c in TEMPCOMPASS])
+def test_tempcompass_published_option_lines_import(fmt: str, question: str, answer: str, problem: str,
+                                                   options: list[str], letter: str) -> None:
+    bench = BENCHMARKS.get("tempcompass")
+    row = {"video_id": "1025366786", "dim": "action", "question": question, "answer": answer}
+    [d] = official.tempcompass(row, RowContext(bench, Path(f"questions/{fmt}.json"), 1))
+    assert (d["problem"], d["options"], d["answer"]) == (problem, options, letter)
+    assert d["meta"] == {"format": fmt, "dimension": "action"}
+
+
+def test_split_embedded_names_a_question_without_options() -> None:
+    with pytest.raises(ValueError, match="question holds no lettered options: 'Which caption fits?"):
+        official.split_embedded("Which caption fits?\nCaption A: only one")

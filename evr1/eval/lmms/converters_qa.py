@@ -11,53 +11,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import PurePosixPath
 from typing import Any
 
 from evr1.data.records import Record
+from evr1.eval.lmms.doc_fields import (
+    answer_index,
+    answer_letter,
+    lettered,
+    option_texts,
+    required,
+    source_id,
+    video_name,
+    video_stem,
+)
 from evr1.eval.lmms.tasks import Converter
+from evr1.eval.prompting import LETTERS
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 Row = Mapping[str, Any]
-
-
-def choices(record: Record, most: int | None = None) -> list[str]:
-    """The record's option texts (at least two; at most `most`)."""
-    options = record.options or []
-    if len(options) < 2:
-        raise ValueError(f"record {record.id!r}: a multiple-choice record needs at least two options")
-    if most is not None and len(options) > most:
-        raise ValueError(f"record {record.id!r}: {len(options)} options, the stock task shows at most {most}")
-    return list(options)
-
-
-def answer_index(record: Record) -> int:
-    """Position of the answer letter among the options."""
-    letter = str(record.answer).strip().upper()
-    if len(letter) != 1 or letter not in LETTERS[: len(choices(record))]:
-        raise ValueError(f"record {record.id!r}: answer {record.answer!r} is not one of its option letters")
-    return LETTERS.index(letter)
-
-
-def source_id(record: Record) -> str:
-    """The record id without the `<benchmark>/` prefix."""
-    return record.id.split("/", 1)[-1]
-
-
-def video_name(record: Record) -> str:
-    """File name of the record's first video."""
-    videos = [m for m in record.media if m.kind == "video"]
-    if not videos:
-        raise ValueError(f"record {record.id!r} has no video")
-    return PurePosixPath(videos[0].path).name
-
-
-def required(record: Record, key: str) -> Any:
-    """A meta value the stock scoring cannot do without."""
-    value = record.meta.get(key)
-    if value is None or value == "":
-        raise ValueError(f"record {record.id!r}: meta field {key!r} is needed by the stock task's aggregation")
-    return value
 
 
 def videomme(record: Record, row: Row) -> dict[str, Any]:
@@ -65,12 +35,12 @@ def videomme(record: Record, row: Row) -> dict[str, Any]:
     meta = record.meta
     return {
         "question_id": str(row.get("question_id", source_id(record))),
-        "videoID": str(row.get("videoID", PurePosixPath(video_name(record)).stem)),
+        "videoID": str(row.get("videoID", video_stem(record))),
         "duration": meta.get("duration"), "domain": meta.get("domain"),
         "sub_category": meta.get("category"), "task_type": meta.get("task"),
         "question": record.problem,
-        "options": [f"{LETTERS[i]}. {o}" for i, o in enumerate(choices(record, most=4))],
-        "answer": LETTERS[answer_index(record)],
+        "options": lettered(option_texts(record, most=4)),
+        "answer": answer_letter(record),
     }
 
 
@@ -84,8 +54,8 @@ def videomme_v2(record: Record, row: Row) -> dict[str, Any]:
     return {
         "video_id": str(required(record, "group_id")), "question_id": question_id,
         "question": record.problem,
-        "options": "\n".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(choices(record, most=8))),
-        "answer": LETTERS[answer_index(record)],
+        "options": "\n".join(lettered(option_texts(record, most=8))),
+        "answer": answer_letter(record),
         "group_type": group_type, "group_structure": None if structure is None else str(structure),  # "[1, [2, 3], 4]"
         "level": record.meta.get("level"),
         "second_head": row.get("second_head"), "third_head": row.get("third_head"),
@@ -95,12 +65,12 @@ def videomme_v2(record: Record, row: Row) -> dict[str, Any]:
 def motionbench(record: Record, row: Row) -> dict[str, Any]:
     """`motionbench_full`: options as `{label, text}` items (the stock `process_docs` output schema)."""
     return {
-        "id": source_id(record), "key": str(row.get("key") or PurePosixPath(video_name(record)).stem),
+        "id": source_id(record), "key": str(row.get("key") or video_stem(record)),
         "video_path": video_name(record), "video_type": str(row.get("video_type", "Unknown")),
         "question_type": str(record.meta.get("category") or "Unknown"),
         "question": record.problem,
-        "options": [{"label": LETTERS[i], "text": o} for i, o in enumerate(choices(record, most=6))],
-        "answer": LETTERS[answer_index(record)],
+        "options": [{"label": k, "text": o} for k, o in zip(LETTERS, option_texts(record, most=6))],
+        "answer": answer_letter(record),
     }
 
 
@@ -108,15 +78,15 @@ def lvbench(record: Record, row: Row) -> dict[str, Any]:
     """`lvbench`: the question stem and an `options` list (shown as "(A) text" lines)."""
     return {
         "uid": source_id(record), "video_path": video_name(record),
-        "question": record.problem, "options": choices(record, most=4),
-        "answer": LETTERS[answer_index(record)],
+        "question": record.problem, "options": option_texts(record, most=4),
+        "answer": answer_letter(record),
         "question_type": record.meta.get("category"),
     }
 
 
 def longvideobench(record: Record, row: Row) -> dict[str, Any]:
     """`longvideobench_val_v`: `option0`..`option4` ("N/A" past the last) and the answer index."""
-    options = choices(record, most=5)
+    options = option_texts(record, most=5)
     return {
         "id": source_id(record), "video_path": video_name(record), "question": record.problem,
         **{f"option{i}": options[i] if i < len(options) else "N/A" for i in range(5)},
@@ -127,33 +97,33 @@ def longvideobench(record: Record, row: Row) -> dict[str, Any]:
 
 def mlvu(record: Record, row: Row) -> dict[str, Any]:
     """`mlvu_dev`: options inside the question as "(A) text" lines; `task_type` for the M-Avg."""
-    options = choices(record)
-    lines = "\n".join(f"({LETTERS[i]}) {o}" for i, o in enumerate(options))
+    options = option_texts(record)
+    lines = "\n".join(lettered(options, "({letter}) {text}"))
     return {
         "video_name": video_name(record), "question": f"{record.problem}\n{lines}", "candidates": options,
-        "answer": LETTERS[answer_index(record)], "task_type": str(required(record, "task")),
+        "answer": answer_letter(record), "task_type": str(required(record, "task")),
     }
 
 
 def video_holmes(record: Record, row: Row) -> dict[str, Any]:
     """`video_holmes`: the official field names, options as a {letter: text} mapping."""
     return {
-        "video ID": str(row.get("video ID", PurePosixPath(video_name(record)).stem)),
+        "video ID": str(row.get("video ID", video_stem(record))),
         "Question ID": source_id(record), "Question Type": record.meta.get("category") or "",
         "Question": record.problem,
-        "Options": {LETTERS[i]: o for i, o in enumerate(choices(record, most=6))},
-        "Answer": LETTERS[answer_index(record)],
+        "Options": dict(zip(LETTERS, option_texts(record, most=6))),
+        "Answer": answer_letter(record),
     }
 
 
 def minerva(record: Record, row: Row) -> dict[str, Any]:
     """`minerva`: exactly five `answer_choice_<i>` fields and the answer index."""
-    options = choices(record, most=5)
+    options = option_texts(record, most=5)
     if len(options) != 5:
         raise ValueError(f"record {record.id!r}: MINERVA questions have 5 choices, this one has {len(options)}")
     index = answer_index(record)
     return {
-        "key": source_id(record), "video_id": str(row.get("video_id", PurePosixPath(video_name(record)).stem)),
+        "key": source_id(record), "video_id": str(row.get("video_id", video_stem(record))),
         "question": record.problem, **{f"answer_choice_{i}": o for i, o in enumerate(options)},
         "answer_id": index, "answer": options[index],
         "question_type": record.meta.get("category") or "UNKNOWN",

@@ -74,16 +74,25 @@ def mvbench(record: Record, row: Row) -> dict[str, Any]:
 
 
 def tempcompass(record: Record, row: Row) -> dict[str, Any]:
+    """The stock prompt is the question as published: multi-choice "A. x" lines, caption matching its own
+    "Caption A: x" / "Sentence A: x" / "Option 1: x" lines; from an EasyVideoR1 row they are rebuilt
+    ("A. x", "Caption A: x"). Captioning needs the official row's `mc_question`/`mc_answer` (the judge's question)."""
     raw = official(row)
     fmt = meta(record, "format")
     doc = {"evr1_subset": fmt, "dim": meta(record, "dimension"),
-           "video_id": str(raw.get("video_id", PurePosixPath(video_name(record)).stem))}
-    if is_mc(record):  # multi-choice, caption_matching: the stock prompt is the question with its options
-        doc.update(question="\n".join([record.problem, *lettered(record)]), answer=f"{record.answer}. {answer_text(record)}")
-    else:
-        doc.update(question=record.problem, answer=str(record.answer))
+           "video_id": str(raw.get("video_id", PurePosixPath(video_name(record)).stem)),
+           "question": str(raw.get("question", record.problem)), "answer": str(raw.get("answer", record.answer))}
+    if is_mc(record) and not raw:
+        label = "Caption " if fmt == "caption_matching" else ""
+        sep = ": " if label else ". "
+        doc.update(question="\n".join([record.problem, *(f"{label}{line}" for line in lettered(record, sep))]),
+                   answer=f"{label}{record.answer}{sep}{answer_text(record)}")
     if fmt == "captioning":  # the stock judge answers this multiple-choice question from the caption
-        doc.update(mc_question=raw.get("mc_question", ""), mc_answer=raw.get("mc_answer", ""))
+        missing = [k for k in ("mc_question", "mc_answer") if not raw.get(k)]
+        if missing:
+            raise ValueError(f"TempCompass captioning record {record.id} has no {' or '.join(missing)}: the stock judge"
+                             " needs the official captioning row (an EasyVideoR1 row does not carry them)")
+        doc.update(mc_question=str(raw["mc_question"]), mc_answer=str(raw["mc_answer"]))
     return doc
 
 
@@ -112,9 +121,12 @@ def videomathqa(record: Record, row: Row) -> dict[str, Any]:
 
 
 def vsibench(record: Record, row: Row) -> dict[str, Any]:
+    """`question_type` is the official one (object_rel_direction_easy|medium|hard, not the merged task)."""
     raw = official(row)
     scene = PurePosixPath(video_name(record)).stem
-    doc = {"id": source_id(record), "question_type": meta(record, "task"),
+    task = meta(record, "task")
+    qtype = raw.get("question_type") or (f"{task}_{meta(record, 'difficulty')}" if task == "object_rel_direction" else task)
+    doc = {"id": source_id(record), "question_type": str(qtype),
            "dataset": str(raw.get("dataset", record.meta.get("dataset") or "")), "scene_name": str(raw.get("scene_name", scene)),
            "question": record.problem}
     if is_mc(record):

@@ -16,25 +16,29 @@ under those named metrics of its aggregate that have an aggregation here (`NAMED
 `tIoU`, `box_IoU`).
 Open-ended answers are judged by an OpenAI-compatible endpoint set by the environment
 (lmms-eval passes task functions nothing else): `EVR1_JUDGE_URL`, `EVR1_JUDGE_MODEL`, and the
-key, if any, in `EVR1_JUDGE_API_KEY`. A judged question without them is a ConfigError naming them,
-raised by `doc_to_messages` (the evr1 models read every request's messages before generating)
-and by `process_results`.
+key, if any, in `EVR1_JUDGE_API_KEY`. A judged question without them is a ConfigError naming them
+(`evr1.eval.api.require_judge`, the check `evr1 eval run` makes), raised by `doc_to_messages` (the evr1
+models read every request's messages before generating) and by `process_results`. Routers are built once
+per benchmark, judge and problem type (`router`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error
+from evr1.eval import aggregate as agg
 from evr1.eval.benchmark import Benchmark
 from evr1.eval.prompting import PromptMode, question_text
 
 if TYPE_CHECKING:
+    from evr1.rewards import RewardRouter
     from evr1.specs import JudgeSpec
 
 JUDGE_URL_ENV, JUDGE_MODEL_ENV, JUDGE_KEY_ENV = "EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL", "EVR1_JUDGE_API_KEY"
@@ -93,40 +97,75 @@ def doc_to_messages(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping[s
 # -- scoring --------------------------------------------------------------------------------------
 
 
-def needs_judge(bench: Benchmark, problem_type: str) -> bool:
-    return any(t.value == problem_type and name.endswith("_judge") for t, name in bench.routes.items())
+JUDGE_HINT = (f"set {JUDGE_URL_ENV} (an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1) and {JUDGE_MODEL_ENV}"
+              f" (its model name); {JUDGE_KEY_ENV} if it needs a key")
+
+
+def env_judge() -> JudgeSpec:
+    """The judge set in the environment (`base_url`/`model` None where unset)."""
+    from evr1.specs import JudgeSpec
+
+    return JudgeSpec(base_url=os.environ.get(JUDGE_URL_ENV), model=os.environ.get(JUDGE_MODEL_ENV),
+                     api_key_env=JUDGE_KEY_ENV if os.environ.get(JUDGE_KEY_ENV) else None)
 
 
 def judge_spec(bench: Benchmark, problem_types: Sequence[str]) -> JudgeSpec:
     """The judge from the environment; a ConfigError naming the variables when a judged type lacks it."""
-    from evr1.specs import JudgeSpec
+    from evr1.eval.api import require_judge
 
-    url, model = os.environ.get(JUDGE_URL_ENV), os.environ.get(JUDGE_MODEL_ENV)
-    judged = sorted({t for t in problem_types if needs_judge(bench, t)})
-    if judged and not (url and model):
-        raise ConfigError(
-            f"benchmark {bench.name!r} scores {', '.join(judged)} answers with an LLM judge: set {JUDGE_URL_ENV}"
-            f" (an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1) and {JUDGE_MODEL_ENV} (its model name);"
-            f" {JUDGE_KEY_ENV} if it needs a key"
-        )
-    return JudgeSpec(base_url=url, model=model, api_key_env=JUDGE_KEY_ENV if os.environ.get(JUDGE_KEY_ENV) else None)
+    judge = env_judge()
+    require_judge(bench, judge, problem_types, JUDGE_HINT)
+    return judge
+
+
+@cache
+def router(benchmark: str, judge: JudgeSpec, problem_type: str) -> RewardRouter:
+    """The reward router scoring `problem_type` answers of `benchmark` with `judge` (built once per combination)."""
+    from evr1.eval.api import reward_router
+
+    return reward_router(benchmark_of(benchmark), judge, [problem_type], JUDGE_HINT)
+
+
+_named: dict[str, tuple[str, ...]] = {}
+
+
+def named_metrics(bench: Benchmark, row: Mapping[str, Any]) -> tuple[str, ...]:
+    """The `NAMED_METRICS` among `bench`'s aggregate metrics (found once per benchmark, from its first row)."""
+    if bench.name not in _named:
+        _named[bench.name] = tuple(m for m in bench.aggregate([row]).metrics if m in NAMED_METRICS)
+    return _named[bench.name]
+
+
+def response_of(results: Sequence[Any]) -> str:
+    """The generated text among lmms-eval's `results` ("" for none; some lmms-eval paths wrap it in a list)."""
+    first = results[0] if results else ""
+    if isinstance(first, list):
+        first = first[0] if first else ""
+    return "" if first is None else str(first)
 
 
 def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Score the response with the benchmark's router; the sample row under each metric key."""
-    from evr1.eval.api import make_router
     from evr1.eval.runner import sample_row, score_responses
-    from evr1.specs import EvalSpec
 
     bench, record = benchmark_of(doc["evr1_benchmark"]), doc_record(doc)
     response = results[0] if results else ""
-    router = make_router(bench, EvalSpec(judge=judge_spec(bench, [record.problem_type.value])), [record])
-    row = sample_row(bench, record, response, score_responses([record], [response], router)[0])
-    named = [m for m in bench.aggregate([row]).metrics if m in NAMED_METRICS]
-    return {key: row for key in (bench.name, *named)}
+    scorer = router(bench.name, env_judge(), record.problem_type.value)
+    row = sample_row(bench, record, response, score_responses([record], [response], scorer)[0])
+    return {key: row for key in (bench.name, *named_metrics(bench, row))}
 
 
 # -- aggregation ----------------------------------------------------------------------------------
+
+
+def percent(rows: Sequence[Mapping[str, Any]]) -> float:
+    """Mean `score` of every item (unanswered ones included), in percent: evr1's accuracy rule."""
+    return agg.accuracy()(rows).score
+
+
+def fraction(rows: Sequence[Mapping[str, Any]]) -> float:
+    """Mean `score` of every item as a fraction (0-1, the scale of some stock tasks)."""
+    return sum(float(r["score"]) for r in rows) / len(rows) if rows else 0.0
 
 
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> float:

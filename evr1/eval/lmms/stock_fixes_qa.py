@@ -4,6 +4,7 @@ Each one keeps the stock task's answer parsing and result fields and changes onl
 the official metric: no random letter for an unparseable answer (it counts as wrong), no
 aggregation keyed by hard-coded category lists, letters beyond D where a question has them.
 The templates in `evals/<benchmark>/` name them as `!function evr1.eval.lmms.stock_fixes_qa.<fn>`.
+The plain mean-of-score aggregations are `evr1.eval.lmms.scoring.percent` and `fraction`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+from evr1.eval.lmms.scoring import fraction, percent, response_of
+from evr1.eval.prompting import LETTERS
+
 Result = Mapping[str, Any]
 
 
@@ -21,16 +24,10 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _response(results: Sequence[Any]) -> str:
-    return str(results[0]) if results and results[0] is not None else ""
-
-
 # -- Video-MME --------------------------------------------------------------------------------
 
 
-def videomme_accuracy(results: Sequence[Result]) -> float:
-    """Percent of all items answered right (the stock `score` of each)."""
-    return 100.0 * _mean([float(r["score"]) for r in results])
+videomme_accuracy = percent  # percent of all items answered right (the stock `score` of each); the template names it
 
 
 # -- LongVideoBench ---------------------------------------------------------------------------
@@ -59,16 +56,14 @@ def longvideobench_letter(response: str) -> str:
 
 def longvideobench_process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """One `lvb_acc` item; an unparseable answer is wrong (the stock draws a random letter)."""
-    pred = longvideobench_letter(_response(results))
+    pred = longvideobench_letter(response_of(results))
     gold = LETTERS[int(doc["correct_choice"])]
     item = {"id": doc["id"], "duration_group": doc.get("duration_group"), "question_category": doc.get("question_category"),
             "answer": gold, "parsed_pred": pred, "score": float(pred == gold)}
     return {"lvb_acc": item}
 
 
-def fraction_correct(results: Sequence[Result]) -> float:
-    """Fraction (0-1, the stock LongVideoBench scale) of all items answered right."""
-    return _mean([float(r["score"]) for r in results])
+fraction_correct = fraction  # the stock LongVideoBench scale (0-1); the template names it
 
 
 # -- MLVU -------------------------------------------------------------------------------------
@@ -79,7 +74,7 @@ def mlvu_process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict
     from lmms_eval.tasks._task_utils.mcq_extract import extract_mcq_answer
 
     letters = list(LETTERS[: len(doc["candidates"])])
-    pred = extract_mcq_answer(_response(results), choices=letters)
+    pred = extract_mcq_answer(response_of(results), choices=letters)
     return {"mlvu_percetion_score": {"question_id": doc["question"], "task_type": doc["task_type"],
                                      "pred_answer": pred, "answer": doc["answer"]}}
 
@@ -114,7 +109,7 @@ def video_holmes_process_results(doc: Mapping[str, Any], results: Sequence[Any])
     """The stock items (overall and per question type); an unparseable answer is wrong, not a random letter."""
     from lmms_eval.tasks.video_holmes.utils import QUESTION_TYPES, parse_multi_choice_response
 
-    options, response = _holmes_options(doc), _response(results)
+    options, response = _holmes_options(doc), response_of(results)
     pred = parse_multi_choice_response(response, list(options), options) if holmes_has_candidate(response, options) else ""
     item = {"score": int(pred.upper() == str(doc["Answer"]).upper()), "question_type": doc.get("Question Type", "")}
     return {"video_holmes_accuracy": item, **{f"video_holmes_{t}": item for t in QUESTION_TYPES}}
@@ -127,7 +122,7 @@ def minerva_process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> d
     """The stock item (stock letter extraction and gold letter); an unparseable answer is wrong, not random."""
     from lmms_eval.tasks.minerva.utils import _extract_choice_letter, _gold_letter
 
-    pred, gold = _extract_choice_letter(_response(results)), _gold_letter(doc)
+    pred, gold = _extract_choice_letter(response_of(results)), _gold_letter(doc)
     item = {"id": doc.get("key", ""), "question_type": doc.get("question_type") or "UNKNOWN",
             "split": doc.get("split") or "UNKNOWN", "category": doc.get("category") or "UNKNOWN",
             "pred_answer": pred, "answer": gold, "score": float(pred != "" and pred == gold)}

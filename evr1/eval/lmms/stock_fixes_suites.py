@@ -5,7 +5,8 @@ Each item is scored as `evr1 eval` scores it (`evr1.eval.lmms.scoring`: the benc
 open-ended answers by the judge set in `EVR1_JUDGE_URL` / `EVR1_JUDGE_MODEL`) into evr1's sample row;
 empty or unparseable answers score 0 and stay in every denominator. Aggregations are evr1's official
 rules (`evr1.eval.aggregate`), in percent. TempCompass captioning keeps the stock judge (it answers a
-multiple-choice question from the caption, the official protocol), but a judge failure raises.
+multiple-choice question from the caption, the official protocol); a missing key fails before generation,
+a judge failure at aggregation.
 """
 
 from __future__ import annotations
@@ -66,9 +67,21 @@ def tempcompass_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, R
     return tempcompass_metrics(item)
 
 
+def judged(rows: Sequence[Row]) -> Sequence[Row]:
+    """The rows, once no captioning judge failed (rating -1); else an Evr1Error naming the items.
+
+    Raised at aggregation, not in `process_results`: lmms-eval retries a raising `process_results` 5
+    times (tenacity), paying for the judge calls again and hiding the error in a RetryError."""
+    failed = [r["id"] for r in rows if r.get("rating") == -1]
+    if failed:
+        raise Evr1Error(f"TempCompass captioning: the LLM judge gave no answer for {len(failed)} item(s) ({', '.join(failed[:5])});"
+                        " check OPENAI_API_URL / OPENAI_API_KEY and run again")
+    return rows
+
+
 def dimension_accuracy(dimension: str, rows: Sequence[Row]) -> float:
     """Accuracy over the items of one dimension (NaN when the task has none)."""
-    chosen = [r for r in rows if r["meta"].get("dimension") == dimension]
+    chosen = [r for r in judged(rows) if r["meta"].get("dimension") == dimension]
     return percent(chosen) if chosen else float("nan")
 
 
@@ -92,20 +105,30 @@ def tempcompass_attribute_change(rows: Sequence[Row]) -> float:
     return dimension_accuracy("attribute_change", rows)
 
 
-def tempcompass_process_results_captioning(doc: Doc, results: Sequence[Any]) -> dict[str, Any]:
-    """captioning: the stock judge (gpt-3.5 via OPENAI_API_KEY); its failure (rating -1) raises."""
+def tempcompass_captioning_accuracy(rows: Sequence[Row]) -> float:
+    """The share of captions the judge rated right, once no judging failed."""
+    return percent(judged(rows))
+
+
+def tempcompass_doc_to_text_captioning(doc: Doc, lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> str:
+    """The stock prompt; without the stock judge's key this fails here, before generation."""
     from lmms_eval.tasks.tempcompass import utils as stock
 
-    response = response_of(results)
-    if not response.strip():  # nothing to judge: wrong
-        return tempcompass_metrics({"id": doc["evr1_id"], "response": response, "score": 0.0, "rating": 0,
-                                    "meta": doc["evr1_record"]["meta"]})
     if os.getenv("API_TYPE", "openai") == "openai" and not os.getenv("OPENAI_API_KEY"):
         raise ConfigError(f"TempCompass captioning item {doc.get('evr1_id')!r} needs the stock LLM judge: set OPENAI_API_KEY (and OPENAI_API_URL)")
-    judged = stock.tempcompass_process_results_captioning(doc, [response])["avg_accuracy"]
-    if judged["rating"] == -1:
-        raise Evr1Error(f"TempCompass captioning item {doc.get('evr1_id')!r}: the LLM judge at {stock.API_URL} gave no answer")
-    return tempcompass_metrics({**judged, "id": doc["evr1_id"], "score": float(judged["rating"]), "meta": doc["evr1_record"]["meta"]})
+    return stock.tempcompass_doc_to_text_captioning(doc, lmms_eval_specific_kwargs)
+
+
+def tempcompass_process_results_captioning(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    """captioning: the stock judge (gpt-3.5 at OPENAI_API_URL) rates the caption; an empty one is wrong
+    unjudged; a judge failure (rating -1) is kept and raised by the aggregations (`judged`)."""
+    from lmms_eval.tasks.tempcompass import utils as stock
+
+    item: Row = {"id": doc["evr1_id"], "response": response_of(results), "rating": 0, "meta": doc["evr1_record"]["meta"]}
+    if item["response"].strip():
+        judged_item = stock.tempcompass_process_results_captioning(doc, [item["response"]])["avg_accuracy"]
+        item = {**judged_item, **item, "rating": judged_item["rating"]}
+    return tempcompass_metrics({**item, "score": float(item["rating"] == 1)})
 
 
 # -- MMVU: strict letters, evr1's judge (checked before generation), every item counted ----------
@@ -144,26 +167,14 @@ def videomathqa_mbin(rows: Sequence[Row]) -> float:
     return agg.videomath()(rows).metrics["MBin"]
 
 
-# -- VSI-Bench: MRA for numbers, overall = mean of the per-task scores ----------------------------
-
-_VSI_MERGED = "object_rel_direction"  # its easy/medium/hard types are one task (mean of the three)
-
-
-def vsi_task(question_type: str) -> str:
-    return _VSI_MERGED if question_type.startswith(_VSI_MERGED) else question_type
+# -- VSI-Bench: MRA for numbers, the official rule (`BENCHMARKS.get("vsibench").aggregate`) -----------
 
 
 def vsibench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
+    """The item under the overall metric and its task's (`meta.task`: object_rel_direction for all three levels)."""
     item = row(doc, results)
-    task = vsi_task(str(doc["question_type"]))
-    item["meta"] = {**item["meta"], "vsi_task": task, "question_type": doc["question_type"]}
     kind = "mra" if item["problem_type"] == "regression" else "accuracy"
-    return {"vsibench_overall": item, f"{task}_{kind}": item}
-
-
-def vsibench_score(rows: Sequence[Row]) -> float:
-    """Mean over tasks of each task's score (object_rel_direction: mean of its three difficulty types)."""
-    return agg.nested_macro("vsi_task", "question_type")(rows).score
+    return {"vsibench_overall": item, f"{item['meta']['task']}_{kind}": item}
 
 
 # -- Charades-STA: one IoU per item (no de-duplication by caption), mIoU and R@IoU -----------------

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from evr1.data.records import Record, RecordError, iter_json_objects, record_files
+from evr1.data.records import Record, RecordError
 from evr1.errors import ConfigError, Evr1Error
 
 Converter = Callable[[Record, Mapping[str, Any]], dict[str, Any]]
@@ -117,25 +117,21 @@ def converters() -> dict[str, Converter]:
 
 def benchmark_docs(name: str, data_root: str | Path) -> list[dict[str, Any]]:
     """The documents of benchmark `name` under `data_root`, in annotation order."""
-    from evr1.eval.benchmark import RowContext
     from evr1.registry import BENCHMARKS
 
     bench = BENCHMARKS.get(name)
     root = Path(data_root).resolve()
     convert = converters().get(bench.name, record_doc)
     docs: list[dict[str, Any]] = []
-    for item in iter_json_objects(record_files(bench.annotation_paths(root))):
-        if isinstance(item.value, RecordError):
-            raise item.value
-        for record in bench.convert_row(item.value, RowContext(bench, item.file, item.line)):
-            try:
-                doc = convert(record, item.value)
-            except (KeyError, TypeError, ValueError, IndexError) as exc:
-                raise RecordError(item.file, item.line, None, f"{name}: cannot make an lmms-eval document: {exc!r}") from None
-            doc.update(evr1_id=record.id, evr1_benchmark=bench.name, evr1_media=media_fields(record, root),
-                       evr1_record=record_doc(record, item.value))
-            doc.setdefault(SUBSET_FIELD, None)
-            docs.append(doc)
+    for record, row, ctx in bench.rows(root):
+        try:
+            doc = convert(record, row)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise RecordError(ctx.file, ctx.line, None, f"{name}: cannot make an lmms-eval document: {exc!r}") from None
+        doc.update(evr1_id=record.id, evr1_benchmark=bench.name, evr1_media=media_fields(record, root),
+                   evr1_record=record_doc(record, row))
+        doc.setdefault(SUBSET_FIELD, None)
+        docs.append(doc)
     return docs
 
 

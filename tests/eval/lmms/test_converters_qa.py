@@ -4,6 +4,8 @@ Their fixtures (official annotation formats, generated videos) are bound to `eva
 module; each benchmark's documents must load, its first prompt show the question and the lettered
 options with our absolute video path, and two scripted runs (right / wrong / unparseable answers,
 responses in record order) must give the hand-computed numbers on the stock metric scales.
+The document-field helpers (`doc_fields`) and the shared result helpers (`scoring.response_of`,
+`percent`, `fraction`) are checked on their own.
 """
 
 from __future__ import annotations
@@ -17,7 +19,19 @@ import pytest
 from evr1.data.records import Record
 from evr1.eval.fixtures import write_fixtures
 from evr1.eval.lmms.converters_qa import CONVERTERS
+from evr1.eval.lmms.doc_fields import (
+    answer_index,
+    answer_letter,
+    answer_text,
+    lettered,
+    option_texts,
+    required,
+    source_id,
+    video_name,
+    video_stem,
+)
 from evr1.eval.lmms.model import ScriptedChat
+from evr1.eval.lmms.scoring import fraction, percent, response_of
 from evr1.eval.lmms.stock_fixes_qa import holmes_has_candidate, longvideobench_letter
 from evr1.eval.lmms.tasks import bind
 
@@ -175,3 +189,47 @@ def test_converter_errors_name_the_record(name: str, record: Record, message: st
     with pytest.raises(ValueError, match=message) as info:
         CONVERTERS[name](record, {})
     assert "minerva/x" in str(info.value)
+
+
+def _mc(answer: str, options: list[str], **meta: str) -> Record:
+    return Record(id="videomme/q-7", problem="Q?", problem_type="multiple_choice", answer=answer, options=options,
+                  media=[{"kind": "video", "path": "videomme/data/clip.v2.mp4"}], meta=meta)
+
+
+@pytest.mark.parametrize(("answer", "index", "letter", "text"), [(" c ", 2, "C", "z"), ("a", 0, "A", "x"), ("B", 1, "B", "y")])
+def test_answer_is_normalised_and_located(answer: str, index: int, letter: str, text: str) -> None:
+    record = _mc(answer, ["x", "y", "z"])
+    assert (answer_index(record), answer_letter(record), answer_text(record)) == (index, letter, text)
+
+
+@pytest.mark.parametrize("answer", ["D", "AB", "", "1"])
+def test_answer_outside_the_options_is_an_error_naming_the_record(answer: str) -> None:
+    with pytest.raises(ValueError, match=r"record 'videomme/q-7': answer .* is not one of its option letters"):
+        answer_index(_mc(answer, ["x", "y", "z"]))
+
+
+def test_document_fields_of_a_record() -> None:
+    record = _mc("A", ["x", "y"], task="count")
+    assert (source_id(record), video_name(record), video_stem(record)) == ("q-7", "clip.v2.mp4", "clip.v2")
+    assert lettered(["x", "y"]) == ["A. x", "B. y"]
+    assert lettered(["x", "y"], "({letter}) {text}") == ["(A) x", "(B) y"]
+    assert required(record, "task") == "count"
+    with pytest.raises(ValueError, match="record 'videomme/q-7': meta field 'domain' is missing"):
+        required(record, "domain")
+    with pytest.raises(ValueError, match="record 'videomme/q-7': 3 options, the stock task shows at most 2"):
+        option_texts(_mc("A", ["x", "y", "z"]), most=2)
+    with pytest.raises(ValueError, match="needs at least two options"):
+        option_texts(_mc("A", ["x"]))
+    with pytest.raises(ValueError, match="record 'videomme/q-7' has no video"):
+        video_name(record.model_copy(update={"media": []}))
+
+
+@pytest.mark.parametrize(("results", "text"), [(["B"], "B"), ([["C"]], "C"), ([None], ""), ([], ""), ([[]], ""), ([7], "7")])
+def test_response_of_lmms_results(results: list, text: str) -> None:
+    assert response_of(results) == text
+
+
+@pytest.mark.parametrize(("scores", "pct", "frac"), [([1, 0, 0.5, 1], 62.5, 0.625), ([0, 0], 0.0, 0.0), ([], 0.0, 0.0)])
+def test_mean_of_score_in_percent_and_fraction(scores: list[float], pct: float, frac: float) -> None:
+    rows = [{"score": s} for s in scores]
+    assert (percent(rows), fraction(rows)) == (pct, frac)

@@ -8,16 +8,19 @@ equal the hand-computed ones in EXPECTED.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from evr1.errors import ConfigError
+from evr1.data.records import Record
+from evr1.errors import ConfigError, Evr1Error
 from evr1.eval.fixtures import write_fixtures
-from evr1.eval.lmms import stock_fixes_suites as fixes
+from evr1.eval.lmms.converters_suites import CONVERTERS
 from evr1.eval.lmms.model import ScriptedChat
 from evr1.eval.lmms.tasks import Bound, bind
 from evr1.registry import BENCHMARKS
@@ -27,18 +30,20 @@ NO_JUDGE = [n for n in SUITES if n != "mmvu"]
 
 TABLE = {
     # action_sequence: A right, B wrong (answer C) -> 50; object_shuffle: right, empty, hedge -> 1/3.
-    "mvbench/action_sequence/2": "A", "mvbench/action_sequence/12": "B",
-    "mvbench/object_shuffle/2": "(B) green", "mvbench/object_shuffle/14": "", "mvbench/object_shuffle/24": "A or C",
+    "mvbench/action_sequence/1": "A", "mvbench/action_sequence/2": "B",
+    "mvbench/object_shuffle/1": "(B) green", "mvbench/object_shuffle/2": "", "mvbench/object_shuffle/3": "A or C",
     # caption matching right; multi-choice: right, "C" out of range (2 options); yes/no: right, wrong.
-    "tempcompass/caption_matching/t1/2": "Caption A", "tempcompass/multi-choice/t1/2": "B. right",
-    "tempcompass/multi-choice/t1/8": "C", "tempcompass/yes_no/t1/2": "Yes, it does.", "tempcompass/yes_no/t1/8": "yes",
+    "tempcompass/caption_matching/t1/1": "Caption A", "tempcompass/multi-choice/t1/1": "B. right",
+    "tempcompass/multi-choice/t1/2": "C", "tempcompass/yes_no/t1/1": "Yes, it does.", "tempcompass/yes_no/t1/2": "yes",
     # 10 options (J valid) right; numeric 42 answered 41 (in words); Adaptation empty.
     "video_mmmu/p1": "The answer is J.", "video_mmmu/c1": "forty-one", "video_mmmu/a1": "",
     # mcq: right, wrong ("Answer: B"; the stock regex reads the A of "Answer"); mbin: q1 both right, q2 one empty.
     "videomathqa/mcq/q1": "E", "videomathqa/mcq/q2": "Answer: B",
     "videomathqa/mbin/q1/0": "A", "videomathqa/mbin/q1/1": "B", "videomathqa/mbin/q2/0": "A", "videomathqa/mbin/q2/1": "",
-    # counting exact (MRA 1); distance 2.5 vs 2.0 (error 0.25 < 1 - theta for theta 0.50..0.70: 5/10); route 1/2.
+    # counting exact (MRA 1); distance 2.5 vs 2.0 (error 0.25 < 1 - theta for theta 0.50..0.70: 5/10); route 1/2;
+    # object_rel_direction: easy 2/2, medium wrong (C), hard right.
     "vsibench/1": "4", "vsibench/2": "2.5", "vsibench/3": "B", "vsibench/4": "unsure",
+    "vsibench/5": "A", "vsibench/6": "B.", "vsibench/7": "A", "vsibench/8": "A",
     # IoUs 1, 1/2 ([1, 2] vs [0, 2]), 0.
     "charades_sta/c1": "The event happens in 1.0 - 3.0 seconds.", "charades_sta/c2": "[1, 2]", "charades_sta/c3": "no idea",
     # backward EPM right, ASI empty -> 50; realtime STU right -> 100; forward REC 1/2, SSR 1/2 -> 50.
@@ -67,8 +72,10 @@ EXPECTED: dict[str, dict[str, float]] = {
     "evr1_video_mmmu_adaptation": {"mmmu_acc": 0.0},
     "evr1_videomathqa_mcq": {"videomathqa_perception_score": 50.0},
     "evr1_videomathqa_mbin": {"videomathqa_perception_score": 50.0},
-    "evr1_vsibench": {"vsibench_overall": (100 + 50 + 50) / 3, "object_counting_mra": 100.0,
-                      "object_abs_distance_mra": 50.0, "route_planning_accuracy": 50.0},
+    # object_rel_direction: the mean of its levels, (easy 100 + medium 0 + hard 100) / 3 (its item mean is 75).
+    "evr1_vsibench": {"vsibench_overall": (100 + 50 + 50 + 200 / 3) / 4, "object_counting_mra": 100.0,
+                      "object_abs_distance_mra": 50.0, "route_planning_accuracy": 50.0,
+                      "object_rel_direction_accuracy": 200 / 3},
     "evr1_charades_sta": {"charades_sta_mIOU": 50.0, "charades_sta_IOU@3": 200 / 3, "charades_sta_IOU@5": 200 / 3,
                           "charades_sta_IOU@7": 100 / 3},
     "evr1_ovobench": {"ovobench_score": (50 + 100 + 50) / 3},
@@ -168,14 +175,22 @@ def test_scores_equal_the_hand_computed_ones(task: str, results: dict[str, Any])
     assert got == pytest.approx(EXPECTED[task], abs=1e-9, nan_ok=True)
 
 
-def test_vsibench_direction_types_are_one_task() -> None:
-    """object_rel_direction = mean of its easy/medium/hard means; overall = mean over the tasks."""
-    def item(qtype: str, score: float) -> dict[str, Any]:
-        return {"score": score, "meta": {"vsi_task": fixes.vsi_task(qtype), "question_type": qtype}}
+def test_vsibench_direction_levels_keep_their_stock_prompt_and_score_as_one_task(manager: Any, results: dict[str, Any]) -> None:
+    """The documents keep the official question_type, which the stock prompt needs; the task's score is the
+    mean of the three level means, and the overall score the mean over the four tasks (hand-computed)."""
+    from lmms_eval.tasks import get_task_dict
 
-    rows = [item("object_rel_direction_easy", 1.0), item("object_rel_direction_medium", 0.0),
-            item("object_rel_direction_hard", 0.0), item("object_rel_direction_hard", 0.0), item("route_planning", 1.0)]
-    assert fixes.vsibench_score(rows) == pytest.approx((100 / 3 + 100) / 2)
+    [task] = _leaf_tasks(get_task_dict(["evr1_vsibench"], manager))
+    direction = {d["evr1_id"]: d for d in task.test_docs() if d["evr1_record"]["meta"]["task"] == "object_rel_direction"}
+    assert {i: d["question_type"] for i, d in direction.items()} == {
+        "vsibench/5": "object_rel_direction_easy", "vsibench/6": "object_rel_direction_easy",
+        "vsibench/7": "object_rel_direction_medium", "vsibench/8": "object_rel_direction_hard"}
+    text = task.doc_to_text(direction["vsibench/7"])
+    assert "Standing by the sofa facing the tv, where is the table?\nOptions:\nA. left\nB. right\nC. back" in text
+    got = results["evr1_vsibench"]
+    # easy 2/2, medium 0/1, hard 1/1: (1 + 0 + 1) / 3 (the item mean, 3/4, would be wrong).
+    assert got["object_rel_direction_accuracy,none"] == pytest.approx(200 / 3)
+    assert got["vsibench_overall,none"] == pytest.approx(100 * (1 + 0.5 + 0.5 + 2 / 3) / 4)
 
 
 def test_mmvu_open_ended_is_judged_by_evr1s_judge(bound: tuple[Path, list[Bound]], manager: Any, judge: Any) -> None:
@@ -201,12 +216,80 @@ def test_mmvu_without_a_judge_fails_before_generation(manager: Any) -> None:
     assert chat.asked == []
 
 
-def test_tempcompass_captioning_needs_the_stock_judge(lmms_env: Path) -> None:
-    doc = {"evr1_id": "tempcompass/captioning/t1/1", "dim": "speed",
-           "evr1_record": {"meta": {"format": "captioning", "dimension": "speed"}},
-           "question": "Describe the motion.", "mc_question": "How fast?\nA. slow\nB. fast", "mc_answer": "A. slow"}
-    empty = fixes.tempcompass_process_results_captioning(doc, [""])
-    assert empty["avg_accuracy"]["rating"] == 0 and empty["avg_accuracy"]["score"] == 0.0
-    assert fixes.tempcompass_speed(list(empty.values())[:1]) == 0.0
+CAPTIONING = [  # the fields of lmms-eval/TempCompass `captioning` rows (texts ours)
+    {"video_id": "t1", "dim": "speed", "question": "Describe the speed of the square.", "answer": "It moves slowly.",
+     "mc_question": "How fast does the square move?\nA. slowly\nB. fast", "mc_answer": "A. slowly"},
+    {"video_id": "t1", "dim": "direction", "question": "Describe the direction of the square.", "answer": "To the right.",
+     "mc_question": "Which way does the square move?\nA. left\nB. right", "mc_answer": "B. right"},
+]
+
+
+@pytest.fixture(scope="module")
+def captioning(tmp_path_factory: pytest.TempPathFactory, lmms_env: Path) -> Any:
+    """TempCompass with two official captioning rows, bound to its own tasks folder; its TaskManager."""
+    from lmms_eval.tasks import TaskManager
+
+    root, out = tmp_path_factory.mktemp("tempcompass-captioning"), tmp_path_factory.mktemp("tempcompass-tasks")
+    write_fixtures(root, ["tempcompass"])  # ids from the rows' positions: t1/1 and t1/2
+    (root / "tempcompass" / "questions" / "captioning.json").write_text(json.dumps(CAPTIONING, indent=1), encoding="utf-8")
+    bind(root, out, ["tempcompass"])
+    return TaskManager(include_path=[str(out)], include_defaults=False)
+
+
+def test_tempcompass_captioning_without_the_judge_key_fails_before_generation(captioning: Any) -> None:
+    from lmms_eval.evaluator import simple_evaluate
+
+    chat = ScriptedChat({})
     with pytest.raises(ConfigError, match="'tempcompass/captioning/t1/1' needs the stock LLM judge: set OPENAI_API_KEY"):
-        fixes.tempcompass_process_results_captioning(doc, ["A square moves slowly."])
+        simple_evaluate(model=chat, tasks=["evr1_tempcompass_captioning"], task_manager=captioning)
+    assert chat.asked == []
+
+
+def test_tempcompass_captioning_judge_failure_is_raised_once_naming_the_item(captioning: Any, judge: Any,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stock judge (10 retries of its own) gets no usable reply for the judged caption: the run fails
+    at aggregation naming it, without lmms-eval's 5 retries of process_results (11 judge calls, not 55)."""
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.tasks.tempcompass import utils as stock
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setattr(stock, "API_URL", f"{judge.url}/chat/completions")
+    monkeypatch.setattr(stock, "time", SimpleNamespace(sleep=lambda seconds: None))  # its retry pauses
+    judge.reply = ""  # an empty reply (no `usage` either): the stock judge gives rating -1
+    chat = ScriptedChat({"tempcompass/captioning/t1/1": "The square moves slowly.", "tempcompass/captioning/t1/2": ""})
+    with pytest.raises(Evr1Error, match=r"judge gave no answer for 1 item\(s\) \(tempcompass/captioning/t1/1\)"):
+        simple_evaluate(model=chat, tasks=["evr1_tempcompass_captioning"], task_manager=captioning)
+    assert sorted(chat.asked) == ["tempcompass/captioning/t1/1", "tempcompass/captioning/t1/2"]
+    assert len(judge.requests) == 11  # the empty caption is not judged
+    prompt = judge.requests[0]["messages"][-1]["content"]
+    assert "Video Description:The square moves slowly." in prompt and CAPTIONING[0]["mc_question"] in prompt
+
+
+def test_tempcompass_captioning_from_an_easyvideor1_row_names_the_record() -> None:
+    row = {"problem": "Describe the speed of the square.", "problem_type": "open_ended", "solution": "It moves slowly.",
+           "path": "t1.mp4"}
+    record = Record(id="tempcompass/cap-7", problem=row["problem"], problem_type="open_ended", answer=row["solution"],
+                    media=[{"kind": "video", "path": "tempcompass/videos/t1.mp4"}],
+                    meta={"format": "captioning", "dimension": "speed"})
+    with pytest.raises(ValueError, match="TempCompass captioning record tempcompass/cap-7 has no mc_question or mc_answer"):
+        CONVERTERS["tempcompass"](record, row)
+
+
+def test_tempcompass_caption_matching_gives_the_stock_prompt_the_published_question() -> None:
+    """The official question verbatim (the stock prompt is the question as published); from an EasyVideoR1
+    row, whose options are in the record only, caption lines like the official ones."""
+    record = Record(id="tempcompass/cm-1", problem="Which description is a more suitable match for the video?",
+                    problem_type="multiple_choice", answer="B",
+                    options=["The man is dribbling a basketball.", "A man is dunking a basketball."],
+                    media=[{"kind": "video", "path": "tempcompass/videos/t1.mp4"}],
+                    meta={"format": "caption_matching", "dimension": "action"})
+    published = {"video_id": "t1", "dim": "action", "answer": "Option 2: A man is dunking a basketball.",
+                 "question": "Which description is a more suitable match for the video?\n"
+                             "Option 1: The man is dribbling a basketball.\nOption 2: A man is dunking a basketball."}
+    doc = CONVERTERS["tempcompass"](record, published)
+    assert (doc["question"], doc["answer"]) == (published["question"], published["answer"])
+    easyvideor1 = {"problem": record.problem, "problem_type": "multiple_choice", "solution": "B", "path": "t1.mp4"}
+    doc = CONVERTERS["tempcompass"](record, easyvideor1)
+    assert doc["question"] == ("Which description is a more suitable match for the video?\n"
+                               "Caption A: The man is dribbling a basketball.\nCaption B: A man is dunking a basketball.")
+    assert doc["answer"] == "Caption B: A man is dunking a basketball."

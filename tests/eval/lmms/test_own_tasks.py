@@ -18,7 +18,7 @@ from evr1.errors import ConfigError
 from evr1.eval.api import evaluate
 from evr1.eval.fixtures import write_fixtures
 from evr1.eval.lmms.model import ScriptedChat
-from evr1.eval.lmms.scoring import doc_record, doc_to_messages, doc_to_text
+from evr1.eval.lmms.scoring import doc_record, doc_to_messages, doc_to_text, process_results, router
 from evr1.eval.lmms.tasks import benchmark_docs, bind
 from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
@@ -136,3 +136,18 @@ def test_missing_judge_is_a_clear_error_before_generation(own_root: Path, bound:
     # Multiple-choice benchmarks need no judge.
     mc = ScriptedChat(_table(own_root, ["odvbench"]))
     assert _run(bound, mc, ["odvbench"])["results"]["evr1_odvbench"]["odvbench,none"] == 50.0
+
+
+def test_routers_are_built_once_per_benchmark_judge_and_type(own_root: Path, offline: None) -> None:
+    mc, open_ended = benchmark_docs("vcrbench", own_root)  # vcrbench/1: answer B; vcrbench/2: open-ended
+    router.cache_clear()
+    assert [process_results(mc, [text])["vcrbench"]["score"] for text in ("B", "C", "(B)")] == [1.0, 0.0, 1.0]
+    info = router.cache_info()
+    assert (info.misses, info.hits, info.currsize) == (1, 2, 1)
+    # A missing judge is never cached: the open-ended item fails, naming the variables, and keeps no router.
+    with pytest.raises(ConfigError, match=r"'vcrbench' scores open_ended answers with an LLM judge: set EVR1_JUDGE_URL"):
+        process_results(open_ended, ["It moves."])
+    assert router.cache_info().currsize == 1
+    os.environ.update(EVR1_JUDGE_URL="http://127.0.0.1:9/v1", EVR1_JUDGE_MODEL="judge")  # other judge settings
+    assert process_results(mc, ["B"])["vcrbench"]["score"] == 1.0  # scored locally: the judge is never asked
+    assert router.cache_info().currsize == 2

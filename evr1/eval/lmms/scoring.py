@@ -8,8 +8,9 @@ A document carries its record (`evr1_record`, `evr1_media`: see `evr1.eval.lmms.
 (`evr1.eval.prompting.question_text`, mode from `lmms_eval_specific_kwargs.prompt_mode`); each
 response is scored by the benchmark's reward router (`evr1.eval.runner.score_responses`) into the
 sample row evr1's evaluator writes, and the rows are aggregated by the benchmark's official rule
-(`Benchmark.aggregate`): the numbers equal `evr1.eval.api.evaluate`'s. Failed or unparseable
-answers score 0 and stay in every denominator.
+(`Benchmark.aggregate`): the numbers equal `evr1.eval.api.evaluate`'s (tested), except that the
+scorers see no frame timestamps here, so a grounding answer given as frame indices rather than
+seconds scores differently. Failed or unparseable answers score 0 and stay in every denominator.
 
 `process_results` gives the row under the benchmark's name (the headline score, `aggregate`) and
 under those named metrics of its aggregate that have an aggregation here (`NAMED_METRICS`: STVG's

@@ -11,15 +11,25 @@ stock fields feed the stock prompts (and the stock TempCompass captioning judge,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import PurePosixPath
 from typing import Any
 
 from evr1.data.records import Record
 from evr1.eval.benchmark import is_easyvideor1
+from evr1.eval.lmms.doc_fields import (
+    answer_index,
+    answer_letter,
+    answer_text,
+    lettered,
+    option_texts,
+    required,
+    source_id,
+    video_name,
+    video_stem,
+)
 from evr1.eval.lmms.tasks import Converter
+from evr1.eval.prompting import LETTERS
 from evr1.problem_types import ProblemType
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 Row = Mapping[str, Any]
 
 
@@ -28,49 +38,13 @@ def official(row: Row) -> Row:
     return {} if is_easyvideor1(row) else row
 
 
-def meta(record: Record, key: str) -> Any:
-    """A meta value the document cannot do without; ValueError names the record and the key."""
-    value = record.meta.get(key)
-    if value is None or value == "":
-        raise ValueError(f"record {record.id} has no meta {key!r} (needed for its lmms-eval subtask)")
-    return value
-
-
 def is_mc(record: Record) -> bool:
     return record.problem_type is ProblemType.MULTIPLE_CHOICE
 
 
-def options_of(record: Record) -> list[str]:
-    if not record.options:
-        raise ValueError(f"multiple-choice record {record.id} has no options")
-    return list(record.options)
-
-
-def lettered(record: Record, sep: str = ". ") -> list[str]:
-    """Options as "A. text" lines."""
-    return [f"{LETTERS[i]}{sep}{o}" for i, o in enumerate(options_of(record))]
-
-
-def answer_text(record: Record) -> str:
-    """The text of the right option."""
-    return options_of(record)[LETTERS.index(str(record.answer))]
-
-
-def video_name(record: Record) -> str:
-    video = next((m for m in record.media if m.kind == "video"), None)
-    if video is None:
-        raise ValueError(f"record {record.id} has no video")
-    return PurePosixPath(video.path).name
-
-
-def source_id(record: Record) -> str:
-    """The record id without the benchmark prefix."""
-    return record.id.split("/", 1)[1] if "/" in record.id else record.id
-
-
 def mvbench(record: Record, row: Row) -> dict[str, Any]:
-    return {"evr1_subset": meta(record, "task"), "video": video_name(record),
-            "question": record.problem, "candidates": options_of(record), "answer": answer_text(record)}
+    return {"evr1_subset": required(record, "task"), "video": video_name(record),
+            "question": record.problem, "candidates": option_texts(record), "answer": answer_text(record)}
 
 
 def tempcompass(record: Record, row: Row) -> dict[str, Any]:
@@ -78,15 +52,14 @@ def tempcompass(record: Record, row: Row) -> dict[str, Any]:
     "Caption A: x" / "Sentence A: x" / "Option 1: x" lines; from an EasyVideoR1 row they are rebuilt
     ("A. x", "Caption A: x"). Captioning needs the official row's `mc_question`/`mc_answer` (the judge's question)."""
     raw = official(row)
-    fmt = meta(record, "format")
-    doc = {"evr1_subset": fmt, "dim": meta(record, "dimension"),
-           "video_id": str(raw.get("video_id", PurePosixPath(video_name(record)).stem)),
+    fmt = required(record, "format")
+    doc = {"evr1_subset": fmt, "dim": required(record, "dimension"),
+           "video_id": str(raw.get("video_id", video_stem(record))),
            "question": str(raw.get("question", record.problem)), "answer": str(raw.get("answer", record.answer))}
     if is_mc(record) and not raw:
-        label = "Caption " if fmt == "caption_matching" else ""
-        sep = ": " if label else ". "
-        doc.update(question="\n".join([record.problem, *(f"{label}{line}" for line in lettered(record, sep))]),
-                   answer=f"{label}{record.answer}{sep}{answer_text(record)}")
+        form = "Caption {letter}: {text}" if fmt == "caption_matching" else "{letter}. {text}"
+        lines = lettered(option_texts(record), form)
+        doc.update(question="\n".join([record.problem, *lines]), answer=lines[answer_index(record)])
     if fmt == "captioning":  # the stock judge answers this multiple-choice question from the caption
         missing = [k for k in ("mc_question", "mc_answer") if not raw.get(k)]
         if missing:
@@ -98,39 +71,39 @@ def tempcompass(record: Record, row: Row) -> dict[str, Any]:
 
 def mmvu(record: Record, row: Row) -> dict[str, Any]:
     subject = str(record.meta.get("category") or "unknown")
-    doc = {"id": source_id(record), "question": record.problem,
-           "video_path": f"{subject}/{video_name(record)}", "answer": str(record.answer)}
+    doc = {"id": source_id(record), "question": record.problem, "video_path": f"{subject}/{video_name(record)}"}
     if not is_mc(record):
-        return {**doc, "question_type": "open-ended", "choices": {}}
-    if len(options_of(record)) != 5:
-        raise ValueError(f"MMVU record {record.id} has {len(options_of(record))} options; the stock mmvu prompt lists exactly A-E")
-    return {**doc, "question_type": "multiple-choice", "choices": dict(zip(LETTERS, options_of(record)))}
+        return {**doc, "question_type": "open-ended", "choices": {}, "answer": str(record.answer)}
+    options = option_texts(record)
+    if len(options) != 5:
+        raise ValueError(f"MMVU record {record.id!r} has {len(options)} options; the stock mmvu prompt lists exactly A-E")
+    return {**doc, "question_type": "multiple-choice", "choices": dict(zip(LETTERS, options)), "answer": answer_letter(record)}
 
 
 def video_mmmu(record: Record, row: Row) -> dict[str, Any]:
-    return {"evr1_subset": meta(record, "track"), "id": source_id(record),
-            "question": record.problem, "options": list(record.options or []), "answer": str(record.answer),
-            "question_type": "multiple-choice" if is_mc(record) else "open"}
+    doc = {"evr1_subset": required(record, "track"), "id": source_id(record), "question": record.problem}
+    if is_mc(record):
+        return {**doc, "options": option_texts(record), "answer": answer_letter(record), "question_type": "multiple-choice"}
+    return {**doc, "options": [], "answer": str(record.answer), "question_type": "open"}
 
 
 def videomathqa(record: Record, row: Row) -> dict[str, Any]:
-    return {"evr1_subset": meta(record, "setting"),
-            "question_id": str(meta(record, "question_id")), "videoID": PurePosixPath(video_name(record)).stem,
-            "question": record.problem, "options": lettered(record), "answer": str(record.answer),
+    return {"evr1_subset": required(record, "setting"),
+            "question_id": str(required(record, "question_id")), "videoID": video_stem(record),
+            "question": record.problem, "options": lettered(option_texts(record)), "answer": answer_letter(record),
             "category": record.meta.get("category"), "length": record.meta.get("duration")}
 
 
 def vsibench(record: Record, row: Row) -> dict[str, Any]:
     """`question_type` is the official one (object_rel_direction_easy|medium|hard, not the merged task)."""
     raw = official(row)
-    scene = PurePosixPath(video_name(record)).stem
-    task = meta(record, "task")
-    qtype = raw.get("question_type") or (f"{task}_{meta(record, 'difficulty')}" if task == "object_rel_direction" else task)
+    task = required(record, "task")
+    qtype = raw.get("question_type") or (f"{task}_{required(record, 'difficulty')}" if task == "object_rel_direction" else task)
     doc = {"id": source_id(record), "question_type": str(qtype),
-           "dataset": str(raw.get("dataset", record.meta.get("dataset") or "")), "scene_name": str(raw.get("scene_name", scene)),
+           "dataset": str(raw.get("dataset", record.meta.get("dataset") or "")), "scene_name": str(raw.get("scene_name", video_stem(record))),
            "question": record.problem}
     if is_mc(record):
-        return {**doc, "options": lettered(record), "ground_truth": str(record.answer)}
+        return {**doc, "options": lettered(option_texts(record)), "ground_truth": answer_letter(record)}
     return {**doc, "options": None, "ground_truth": f"{float(record.answer):g}"}
 
 
@@ -144,11 +117,11 @@ def charades_sta(record: Record, row: Row) -> dict[str, Any]:
 def ovobench(record: Record, row: Row) -> dict[str, Any]:
     """Backward/real-time: one question; forward: one probe of `test_info` (its own clip up to the probe's time)."""
     raw = official(row)
-    category, task = meta(record, "category"), meta(record, "task")
+    category, task = required(record, "category"), required(record, "task")
     doc = {"evr1_subset": category, "id": source_id(record), "task": task,
            "question": str(raw.get("question", record.problem))}
     if category != "forward":
-        return {**doc, "options": options_of(record), "gt": LETTERS.index(str(record.answer))}
+        return {**doc, "options": option_texts(record), "gt": answer_index(record)}
     probes = raw.get("test_info") or []
     index = int(source_id(record).rsplit("/", 1)[-1]) if probes else 0
     probe = dict(probes[index]) if probes else {}

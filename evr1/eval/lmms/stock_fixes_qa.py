@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evr1.eval.lmms.scoring import fraction, percent, response_of
+from evr1.eval.lmms.scoring import response_of
 from evr1.eval.prompting import LETTERS
 
 Result = Mapping[str, Any]
@@ -22,12 +22,6 @@ Result = Mapping[str, Any]
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
-
-
-# -- Video-MME --------------------------------------------------------------------------------
-
-
-videomme_accuracy = percent  # percent of all items answered right (the stock `score` of each); the template names it
 
 
 # -- LongVideoBench ---------------------------------------------------------------------------
@@ -61,9 +55,6 @@ def longvideobench_process_results(doc: Mapping[str, Any], results: Sequence[Any
     item = {"id": doc["id"], "duration_group": doc.get("duration_group"), "question_category": doc.get("question_category"),
             "answer": gold, "parsed_pred": pred, "score": float(pred == gold)}
     return {"lvb_acc": item}
-
-
-fraction_correct = fraction  # the stock LongVideoBench scale (0-1); the template names it
 
 
 # -- MLVU -------------------------------------------------------------------------------------

@@ -12,33 +12,22 @@ a judge failure at aggregation.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evr1.errors import ConfigError, Evr1Error
 from evr1.eval import aggregate as agg
+from evr1.eval.lmms import scoring
+from evr1.eval.lmms.scoring import named_metric, percent, response_of
 
 Doc = Mapping[str, Any]
 Row = dict[str, Any]
-
-
-def response_of(results: Sequence[Any]) -> str:
-    first = results[0] if results else ""
-    if isinstance(first, list):  # some lmms-eval paths wrap the generation once more
-        first = first[0] if first else ""
-    return "" if first is None else str(first)
+Aggregation = Callable[[Sequence[Row]], float]
 
 
 def row(doc: Doc, results: Sequence[Any]) -> Row:
     """The scored item as evr1's evaluator writes it (`score`, `meta`, `components`, `error`, ...)."""
-    from evr1.eval.lmms import scoring
-
     return scoring.process_results(doc, [response_of(results)])[doc["evr1_benchmark"]]
-
-
-def percent(rows: Sequence[Row]) -> float:
-    """Accuracy over every item (unanswered ones included)."""
-    return agg.accuracy()(rows).score
 
 
 # -- MVBench: divide by every item, not the answered ones ----------------------------------------
@@ -79,30 +68,23 @@ def judged(rows: Sequence[Row]) -> Sequence[Row]:
     return rows
 
 
-def dimension_accuracy(dimension: str, rows: Sequence[Row]) -> float:
-    """Accuracy over the items of one dimension (NaN when the task has none)."""
-    chosen = [r for r in judged(rows) if r["meta"].get("dimension") == dimension]
-    return percent(chosen) if chosen else float("nan")
+def dimension_metric(dimension: str) -> Aggregation:
+    """An aggregation giving the accuracy over the items of one dimension (NaN when the task has none)."""
+
+    def metric(rows: Sequence[Row]) -> float:
+        chosen = [r for r in judged(rows) if r["meta"].get("dimension") == dimension]
+        return percent(chosen) if chosen else float("nan")
+
+    metric.__name__ = metric.__qualname__ = f"tempcompass_{dimension}"
+    return metric
 
 
-def tempcompass_action(rows: Sequence[Row]) -> float:
-    return dimension_accuracy("action", rows)
-
-
-def tempcompass_speed(rows: Sequence[Row]) -> float:
-    return dimension_accuracy("speed", rows)
-
-
-def tempcompass_direction(rows: Sequence[Row]) -> float:
-    return dimension_accuracy("direction", rows)
-
-
-def tempcompass_order(rows: Sequence[Row]) -> float:
-    return dimension_accuracy("order", rows)
-
-
-def tempcompass_attribute_change(rows: Sequence[Row]) -> float:
-    return dimension_accuracy("attribute_change", rows)
+# Module attributes: the templates name them (`!function ...stock_fixes_suites.tempcompass_<dimension>`).
+tempcompass_action = dimension_metric("action")
+tempcompass_speed = dimension_metric("speed")
+tempcompass_direction = dimension_metric("direction")
+tempcompass_order = dimension_metric("order")
+tempcompass_attribute_change = dimension_metric("attribute_change")
 
 
 def tempcompass_captioning_accuracy(rows: Sequence[Row]) -> float:
@@ -137,8 +119,6 @@ def tempcompass_process_results_captioning(doc: Doc, results: Sequence[Any]) -> 
 def mmvu_doc_to_text(doc: Doc, lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> str:
     """The stock prompt; an open-ended question fails here, before generation, when no judge is set."""
     from lmms_eval.tasks.mmvu import utils as stock
-
-    from evr1.eval.lmms import scoring
 
     scoring.judge_spec(scoring.benchmark_of(doc["evr1_benchmark"]), [doc["evr1_record"]["problem_type"]])
     return stock.mmvu_doc_to_text(doc, lmms_eval_specific_kwargs)
@@ -185,23 +165,11 @@ def charades_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]
     return {name: item for name in ("charades_sta_IOU@3", "charades_sta_IOU@5", "charades_sta_IOU@7", "charades_sta_mIOU")}
 
 
-GROUNDING = agg.grounding((0.3, 0.5, 0.7))
-
-
-def charades_miou(rows: Sequence[Row]) -> float:
-    return GROUNDING(rows).metrics["mIoU"]
-
-
-def charades_r03(rows: Sequence[Row]) -> float:
-    return GROUNDING(rows).metrics["R@0.3"]
-
-
-def charades_r05(rows: Sequence[Row]) -> float:
-    return GROUNDING(rows).metrics["R@0.5"]
-
-
-def charades_r07(rows: Sequence[Row]) -> float:
-    return GROUNDING(rows).metrics["R@0.7"]
+# The benchmark's official rule (`agg.grounding()`); module attributes, as the template names them.
+charades_miou = named_metric("mIoU")
+charades_r03 = named_metric("R@0.3")
+charades_r05 = named_metric("R@0.5")
+charades_r07 = named_metric("R@0.7")
 
 
 # -- OVO-Bench: one request per probe, macro over tasks, no files written ------------------------

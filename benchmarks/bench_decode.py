@@ -9,8 +9,9 @@ Run: `pytest benchmarks/bench_decode.py --benchmark-only` (prints the per-clip t
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
+
+from bench_cache import _best
 
 from evr1.data.decode import probe_video, read_frames
 from evr1.data.media import Geometry, plan_frames
@@ -39,22 +40,13 @@ def _indices(path: Path) -> list[int]:
     return list(plan.indices)
 
 
-def _best(fn, rounds: int = 3) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def test_decord_vs_pyav(benchmark, capsys) -> None:
     rows = []
     for name in CLIPS:
         path = _clip(name)
         indices = _indices(path)
-        pyav = _best(lambda: read_frames(path, indices, "pyav"))
-        decord = _best(lambda: read_frames(path, indices, "decord"))
+        pyav = _best(lambda: read_frames(path, indices, "pyav"), 3)
+        decord = _best(lambda: read_frames(path, indices, "decord"), 3)
         rows.append(f"{name:>12}: {len(indices)} frames  pyav {pyav * 1000:7.1f} ms  decord {decord * 1000:7.1f} ms"
                     f"  pyav/decord {pyav / decord:4.2f}x")
     path = _clip("640x360_60s")

@@ -7,7 +7,6 @@ record `i` ("video", "image" or "text"; a record with both a video and an image 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -83,9 +82,10 @@ class ModalitySampler:
     """Batches with target modality proportions (default: the data's natural proportions).
 
     Each modality has its own shuffled stream, so image and video records never compete for
-    positions. Per-batch counts follow the ratios exactly over time: fractional shares carry over
-    from batch to batch (largest remainder), so a 0.25 image share with batches of 2 alternates
-    0 and 1 images rather than rounding to 0 forever.
+    positions. Counts follow the ratios exactly over time: every place in a batch goes to the
+    modality furthest behind its share so far (what is owed carries over from batch to batch), so a
+    0.25 image share with batches of 2 alternates 0 and 1 images rather than rounding to 0 forever,
+    and no modality is ever more than one record off its share.
     """
 
     def __init__(self, modalities: Sequence[str], *, seed: int = 0, ratios: Mapping[str, float] | None = None) -> None:
@@ -106,12 +106,14 @@ class ModalitySampler:
         self._carry = dict.fromkeys(self.ratios, 0.0)
 
     def _counts(self, n: int) -> dict[str, int]:
-        want = {m: n * r + self._carry[m] for m, r in self.ratios.items()}
-        counts = {m: math.floor(w) for m, w in want.items()}
-        by_remainder = sorted(want, key=lambda m: (want[m] - counts[m], -MODALITIES.index(m)), reverse=True)
-        for m in by_remainder[: n - sum(counts.values())]:
+        """Each of the n places goes to the modality furthest behind its share (`carry`: share owed so far)."""
+        counts = dict.fromkeys(self.ratios, 0)
+        for _ in range(n):
+            for m, r in self.ratios.items():
+                self._carry[m] += r
+            m = max(self._carry, key=lambda m: (self._carry[m], -MODALITIES.index(m)))
+            self._carry[m] -= 1.0
             counts[m] += 1
-        self._carry = {m: want[m] - counts[m] for m in want}
         return counts
 
     def sample(self, n: int) -> list[int]:

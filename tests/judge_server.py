@@ -15,13 +15,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Judge(ThreadingHTTPServer):
-    """Replies to /v1/chat/completions with `reply`; can fail first or stall."""
+    """Replies to /v1/chat/completions with `reply` (and token `usage`, unless `usage` is None); can fail first or stall."""
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
         self.reply = "8"
         self.fail_first = 0
         self.stall_s = 0.0
+        self.usage: dict | None = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
         self.requests: list[dict] = []
         self.headers_seen: list[dict] = []
 
@@ -45,7 +46,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error(503)
             return
         time.sleep(self.server.stall_s)
-        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": self.server.reply}}]}).encode()
+        reply = {"choices": [{"message": {"role": "assistant", "content": self.server.reply}}]}
+        if self.server.usage is not None:
+            reply["usage"] = self.server.usage
+        payload = json.dumps(reply).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))

@@ -255,7 +255,7 @@ def test_tempcompass_captioning_judge_failure_is_raised_once_naming_the_item(cap
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.setattr(stock, "API_URL", f"{judge.url}/chat/completions")
     monkeypatch.setattr(stock, "time", SimpleNamespace(sleep=lambda seconds: None))  # its retry pauses
-    judge.reply = ""  # an empty reply (no `usage` either): the stock judge gives rating -1
+    judge.reply, judge.usage = "", None  # an empty reply without `usage`: the stock judge gives rating -1
     chat = ScriptedChat({"tempcompass/captioning/t1/1": "The square moves slowly.", "tempcompass/captioning/t1/2": ""})
     with pytest.raises(Evr1Error, match=r"judge gave no answer for 1 item\(s\) \(tempcompass/captioning/t1/1\)"):
         simple_evaluate(model=chat, tasks=["evr1_tempcompass_captioning"], task_manager=captioning)
@@ -293,3 +293,21 @@ def test_tempcompass_caption_matching_gives_the_stock_prompt_the_published_quest
     assert doc["question"] == ("Which description is a more suitable match for the video?\n"
                                "Caption A: The man is dribbling a basketball.\nCaption B: A man is dunking a basketball.")
     assert doc["answer"] == "Caption B: A man is dunking a basketball."
+
+
+def test_tempcompass_captioning_is_judged_by_the_stock_judge(captioning: Any, judge: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge picks the right option from the first caption (rating 1); the empty caption is wrong
+    without a judge call: 50 overall, speed 100, direction 0."""
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.tasks.tempcompass import utils as stock
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setattr(stock, "API_URL", f"{judge.url}/chat/completions")
+    judge.reply = "Reasoning: the description says the square moves slowly.\nAnswer: A. slowly"
+    chat = ScriptedChat({"tempcompass/captioning/t1/1": "The square moves slowly.", "tempcompass/captioning/t1/2": ""})
+    out = simple_evaluate(model=chat, tasks=["evr1_tempcompass_captioning"], task_manager=captioning)
+    got = out["results"]["evr1_tempcompass_captioning"]
+    assert got["avg_accuracy,none"] == pytest.approx(50.0)
+    assert got["speed_accuracy,none"] == pytest.approx(100.0) and got["direction_accuracy,none"] == pytest.approx(0.0)
+    assert len(judge.requests) == 1

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-from evr1.algos.groups import GroupIds, Groups, GroupStats, group_stats
+from evr1.algos.groups import Groups, GroupStats, group_stats
 from evr1.algos.masked import EPS
 from evr1.specs import AlgoSpec
 
@@ -54,8 +54,18 @@ def per_token(advantage: Tensor, response_mask: Tensor) -> Tensor:
 
 
 def normalised_in_groups(values: Tensor, groups: Groups, include: Tensor, scale_std: bool) -> Tensor:
-    """`(x - group mean) [/ (group std + EPS)]` per row, 0 for degenerate groups."""
+    """`(x - mean) [/ (scale + EPS)]` per row; mean and std over the group's `include` rows.
+
+    0 where the group has no included rows (no baseline). Included rows of a group whose included
+    values are all equal get exactly 0. `scale` is the included rows' std; where that is 0 (one
+    included row, or all equal) it falls back to the std over the whole group, excluded rows too,
+    or to 1 when that is 0 as well: an excluded (offline) row that beats a flat online group keeps
+    its advantage.
+    """
     stats: GroupStats = group_stats(values, groups, include)
-    centered = values - stats.mean
-    out = centered / (stats.std + EPS) if scale_std else centered
-    return torch.where(stats.degenerate, 0.0, out)
+    centered = torch.where(stats.count > 0, values - stats.mean, 0.0)
+    if not scale_std:
+        return centered
+    whole = group_stats(values, groups, torch.ones_like(include)).std
+    scale = torch.where(stats.std > 0, stats.std, torch.where(whole > 0, whole, 1.0))
+    return centered / (scale + EPS)

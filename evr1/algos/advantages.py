@@ -14,8 +14,16 @@ Every estimator is called as
   `spec.offline.in_baseline=False` group statistics use online rows only.
 - `spec`: the `AlgoSpec`.
 
-The result is 0 on masked tokens. Degenerate groups (fewer than two members in the statistics,
-or all their scores equal) give zero advantage, never NaN.
+The result is 0 on masked tokens and never NaN. Group estimators (grpo, rloo, gdpo, passk):
+
+- a row gets 0 only when its baseline is undefined: its group has no row in the statistics
+  (with `in_baseline=False`: no online row), or, for rloo, no *other* such row;
+- rows in the statistics of a group whose statistic rows all scored the same get exactly 0;
+- rows left out of the statistics (offline rows with `in_baseline=False`) are centred on the
+  statistic rows' baseline even when those all scored the same: an offline answer that is right
+  where the policy was always wrong (what `offline_k_threshold` mixes in) is credited;
+- dividing by a std (grpo/gdpo/passk with `scale_std`) that is 0 for the statistic rows, excluded
+  rows use the std over the whole group, offline rows included, or 1 if that is 0 too.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from evr1.algos.masked import last_token_index, masked_whiten
 from evr1.registry import ADVANTAGES
 from evr1.specs import AlgoSpec
 
+
 @ADVANTAGES.register("grpo")
 def grpo(scores: Scores, group_ids: GroupIds, response_mask: Tensor, *, spec: AlgoSpec, offline: Tensor | None = None) -> Tensor:
     """GRPO: score minus the group mean, divided by the group std (not with scale_std=False: Dr. GRPO)."""
@@ -49,14 +58,18 @@ def grpo(scores: Scores, group_ids: GroupIds, response_mask: Tensor, *, spec: Al
 
 @ADVANTAGES.register("rloo")
 def rloo(scores: Scores, group_ids: GroupIds, response_mask: Tensor, *, spec: AlgoSpec, offline: Tensor | None = None) -> Tensor:
-    """RLOO: score minus the mean score of the other members of the group (leave-one-out)."""
+    """RLOO: score minus the mean score of the other members of the group (leave-one-out).
+
+    Rows left out of the statistics are scored against the mean of all statistic rows; 0 where
+    there is no other statistic row.
+    """
     values = sequence_scores(scores, response_mask)
     include = baseline_rows(offline, spec, values.shape[0], values.device)
     stats = group_stats(values, Groups.of(group_ids), include)
     others = stats.count - include.to(values.dtype)
-    baseline = (stats.total - values * include.to(values.dtype)) / others.clamp_min(1)
-    baseline = torch.where(stats.degenerate, values, baseline)  # equal scores: exactly 0
-    return per_token(values - baseline, response_mask)
+    leave_one_out = (stats.total - values * include.to(values.dtype)) / others.clamp_min(1)
+    baseline = torch.where(stats.flat | ~include, stats.mean, leave_one_out)  # flat: exact mean, exactly 0
+    return per_token(torch.where(others > 0, values - baseline, 0.0), response_mask)
 
 
 def discounted_returns(rewards: Tensor, gamma: float) -> Tensor:
@@ -140,4 +153,4 @@ def gdpo(scores: Scores, group_ids: GroupIds, response_mask: Tensor, *, spec: Al
     return per_token(masked_whiten(total, rows), response_mask)
 
 
-from evr1.algos import passk as _passk  # noqa: E402, F401  (registers "passk")
+from evr1.algos import passk as _passk  # noqa: F401  (registers "passk")

@@ -48,14 +48,16 @@ class GroupStats:
     std: Tensor  # unbiased (Bessel-corrected)
     count: Tensor  # included members
     total: Tensor  # sum over included members
-    degenerate: Tensor  # fewer than 2 included members, or all included values equal
+    flat: Tensor  # all included values equal (also with fewer than 2 included members)
 
 
 def group_stats(values: Tensor, groups: Groups, include: Tensor) -> GroupStats:
     """Mean/std/count of `values [B]` per group over the members where `include [B]` is set.
 
     When all included values of a group are equal, its mean is that value exactly, so centred
-    values are exactly 0 (no rounding residue that a std division would blow up).
+    values are exactly 0 (no rounding residue that a std division would blow up) and its std is
+    exactly 0. A group without included members has mean 0, count 0 and std 0: callers decide
+    what its rows get (see `evr1.algos.advantages`).
     """
     weight = include.to(values.dtype)
     count = groups.sum(weight)
@@ -67,6 +69,5 @@ def group_stats(values: Tensor, groups: Groups, include: Tensor) -> GroupStats:
     mean = torch.where(flat & (count > 0), high, mean)
     centered = (values - mean[groups.index]) * weight
     var = groups.sum(centered.pow(2)) / (count - 1).clamp_min(1)
-    degenerate = (count < 2) | flat
     pick = groups.index
-    return GroupStats(mean[pick], var.sqrt()[pick], count[pick], total[pick], degenerate[pick])
+    return GroupStats(mean[pick], var.sqrt()[pick], count[pick], total[pick], flat[pick])

@@ -9,7 +9,7 @@ Every loss is called as
 - `logprobs [B, T]` (with gradient), `old_logprobs [B, T]` (of the policy that sampled the online
   rows), `advantages [B, T]`, `response_mask [B, T]`;
 - `spec`: the `AlgoSpec`; `normaliser`: the global-batch `Normaliser` (see `aggregation`);
-- `offline [B]` bool and `behaviour_logprobs [B, T]` (NaN on a row's valid tokens = unknown): see `offpolicy`;
+- `offline [B]` bool and `behaviour_logprobs [B, T]` (a NaN token's behaviour is unknown): see `offpolicy`;
 - `ref_logprobs`: needed when KL is a loss term; `entropy [B, T]`: needed when `entropy_coef != 0`;
   `kl_coef`: the current (adaptive) coefficient, default `spec.kl.coef`.
 

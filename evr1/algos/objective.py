@@ -1,17 +1,20 @@
 """The actor objective around a policy-gradient core: off-policy rows, entropy, KL, aggregation, metrics.
 
-A core (see `losses`) maps `(logprobs, log_ratio, advantages, response_mask, spec)` to a `Core`:
-per-token losses plus the ratio it clips and where clipping was active. `actor_objective`
-replaces the rows whose behaviour log-probs are unknown by the off-policy fallback, weights
-offline rows, subtracts `entropy_coef * entropy`, adds `coef * KL` when KL is a loss term,
-aggregates with the global `Normaliser`, and reports metrics.
+A core (see `losses`) maps `(logprobs, log_ratio, advantages, mask, spec)` to a `Core`: per-token
+losses plus the ratio it clips and where clipping was active; its `mask` holds the valid tokens
+that have a ratio. `actor_objective` replaces the tokens whose behaviour log-probs are unknown by
+the off-policy fallback, weights offline rows, subtracts `entropy_coef * entropy`, adds
+`coef * KL` when KL is a loss term, aggregates with the global `Normaliser`, and reports metrics.
 
 Metrics (detached 0-dim tensors, means over this micro-batch's valid tokens):
 `pg_loss`, `clip_frac_low`/`clip_frac_high` (tokens whose gradient a clip bound removed:
 A<0 below the low bound, A>0 above the high one; for cispo: weight truncated), `approx_kl`
 (k3 estimate of KL(old || current) from the ratios), `ratio_mean`/`ratio_min`/`ratio_max` (of
-the ratio the loss clips; 1 when no token has one), and when given: `entropy`, `kl`
-(to the reference), `offline_token_frac`, plus core-specific ones (`clip_frac_dual`).
+the ratio the loss clips; 1 when no token has one), plus core-specific ones (`clip_frac_dual`):
+these drift diagnostics are over the tokens of online rows only. When the micro-batch has
+offline rows, the same over their tokens with known behaviour (ratio pi/mu) are reported as
+`offline/clip_frac_low`, ..., `offline/ratio_max`. When given: `entropy`, `kl` (to the
+reference), `offline_token_frac`, `pg_loss_offline`/`pg_loss_online`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from torch import Tensor
 from evr1.algos.aggregation import Normaliser, aggregate
 from evr1.algos.kl import kl_estimate, kl_loss_tokens
 from evr1.algos.masked import masked_mean
-from evr1.algos.offpolicy import RowKinds, fallback_token_loss, log_ratio, row_weights
+from evr1.algos.offpolicy import TokenKinds, fallback_token_loss, log_ratio, row_weights
 from evr1.specs import AlgoSpec
 
 
@@ -51,14 +54,11 @@ def _check_shapes(response_mask: Tensor, **tensors: Tensor | None) -> None:
 
 @torch.no_grad()
 def _core_metrics(core: Core, log_ratio: Tensor, ratio_tokens: Tensor) -> dict[str, Tensor]:
-    """Clip fractions, approx KL and ratio stats over the tokens that have a ratio.
-
-    `log_ratio` is 0 outside `ratio_tokens` (see `offpolicy.log_ratio`), so its terms need no mask.
-    """
+    """Clip fractions, approx KL and ratio stats over `ratio_tokens` (tokens that have a ratio)."""
     count = ratio_tokens.sum().clamp_min(1).to(log_ratio.dtype)
     fractions = {"clip_frac_low": core.clipped_low, "clip_frac_high": core.clipped_high, **core.extra}
     metrics = {name: (flags & ratio_tokens).sum() / count for name, flags in fractions.items()}
-    metrics["approx_kl"] = (log_ratio.exp() - 1 - log_ratio).sum() / count
+    metrics["approx_kl"] = torch.where(ratio_tokens, log_ratio.exp() - 1 - log_ratio, 0.0).sum() / count
     ratio = core.ratio.detach()
     if bool(ratio_tokens.any()):
         metrics["ratio_mean"] = (ratio * ratio_tokens).sum() / count
@@ -96,17 +96,17 @@ def actor_objective(
         entropy=entropy,
     )
     mask = response_mask.bool()
-    kinds = RowKinds.of(offline, behaviour_logprobs, mask)
+    kinds = TokenKinds.of(offline, behaviour_logprobs, mask)
     # padding values (even NaN/inf) never reach the loss nor, through `where`, the gradient
     logprobs, advantages = (torch.where(mask, x, 0.0) for x in (logprobs, advantages.detach()))
     if entropy is not None:
         entropy = torch.where(mask, entropy, 0.0)
     lr = log_ratio(logprobs, old_logprobs, behaviour_logprobs, mask, kinds, spec.log_ratio_clamp)
-    core = core_fn(logprobs, lr, advantages, mask, spec)
-    unknown = kinds.unknown[:, None]
+    ratio_tokens = mask & ~kinds.unknown
+    core = core_fn(logprobs, lr, advantages, ratio_tokens, spec)
     pg = core.token_loss
     if bool(kinds.unknown.any()):
-        pg = torch.where(unknown, fallback_token_loss(logprobs, advantages, spec.offline), pg)
+        pg = torch.where(kinds.unknown, fallback_token_loss(logprobs, advantages, spec.offline), pg)
     if spec.offline.loss_weight != 1.0 and bool(kinds.offline.any()):
         pg = pg * row_weights(kinds, spec.offline, pg.dtype)
 
@@ -114,10 +114,14 @@ def actor_objective(
         return aggregate(token_values, mask, mode=spec.loss_agg, normaliser=normaliser, constant=spec.loss_agg_constant)
 
     loss = agg(pg)
-    metrics = {"pg_loss": loss.detach(), **_core_metrics(core, lr.detach(), mask & ~unknown)}
+    rows = kinds.offline[:, None]
+    metrics = {"pg_loss": loss.detach(), **_core_metrics(core, lr.detach(), ratio_tokens & ~rows)}
+    if bool(kinds.offline.any()):
+        offline_metrics = _core_metrics(core, lr.detach(), ratio_tokens & rows)
+        metrics.update({f"offline/{name}": value for name, value in offline_metrics.items()})
     if offline is not None:
-        metrics["offline_token_frac"] = masked_mean(kinds.offline[:, None].expand_as(mask).to(pg.dtype), mask)
-        rows = kinds.offline[:, None]  # aggregation is linear: the two parts add up to pg_loss
+        metrics["offline_token_frac"] = masked_mean(rows.expand_as(mask).to(pg.dtype), mask)
+        # aggregation is linear: the two parts add up to pg_loss
         metrics["pg_loss_offline"] = agg(torch.where(rows, pg, 0.0)).detach()
         metrics["pg_loss_online"] = agg(torch.where(rows, 0.0, pg)).detach()
     if entropy is not None:

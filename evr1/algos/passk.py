@@ -9,6 +9,12 @@ For a group with scores `s` (the rows in the statistics) and `k' = min(k, n)`:
 With 0/1 rewards this is the analytic pass@k advantage of Chen et al. (2025, "Pass@k Training"):
 correct rows get (1 - b)/sd, wrong ones (1 - b - C(n_wrong - 1, k - 1)/C(n - 1, k - 1))/sd; with k = 1
 it is `(s - mean) / population std`.
+
+Rows outside the statistics (offline rows with `in_baseline=False`) are not in `s`: they get
+`E[max(s_i, max of a random (k'-1)-subset of s)] - b`. A group with no statistic rows gives 0.
+When the subset-maximum std is 0 (e.g. all of `s` equal; statistic rows then get exactly 0),
+rows outside are divided by the subset-maximum std of the whole group (k capped at its size),
+or by 1 if that is 0 too.
 """
 
 from __future__ import annotations
@@ -42,21 +48,35 @@ def expected_max_with(value: float, others_desc: list[float], q: int) -> float:
     return sum(max(value, o) * comb(m - j, q - 1) / total for j, o in enumerate(others_desc, start=1))
 
 
+def subset_max_std(sorted_desc: list[float], k: int) -> float:
+    """Std of the maximum of a uniformly random `min(k, n)`-subset of the values (sorted, descending)."""
+    mean, mean_sq = expected_max(sorted_desc, min(k, len(sorted_desc)))
+    return sqrt(max(mean_sq - mean * mean, 0.0))
+
+
 def group_passk(values: list[float], included: list[bool], k: int, scale_std: bool) -> list[float]:
-    """pass@k advantages of one group's rows (0 for all when it is degenerate)."""
+    """pass@k advantages of one group's rows (rule for rows outside the statistics: module docstring)."""
     pool = sorted((v for v, inc in zip(values, included) if inc), reverse=True)
-    if len(pool) < 2 or pool[0] == pool[-1]:
+    if not pool:
         return [0.0] * len(values)
     k_eff = min(k, len(pool))
-    mean, mean_sq = expected_max(pool, k_eff)
-    scale = sqrt(max(mean_sq - mean * mean, 0.0)) + EPS if scale_std else 1.0
-    out = []
-    for value, inc in zip(values, included):
-        others = list(pool)
-        if inc:
-            others.remove(value)
-        out.append((expected_max_with(value, others, k_eff - 1) - mean) / scale)
-    return out
+    if pool[0] == pool[-1]:  # every subset maximum is pool[0]: exact gains, no rounding residue
+        sd = 0.0
+        gains = [0.0 if inc else (max(v, pool[0]) if k_eff > 1 else v) - pool[0] for v, inc in zip(values, included)]
+    else:
+        mean, _ = expected_max(pool, k_eff)
+        sd = subset_max_std(pool, k_eff)
+        gains = []
+        for value, inc in zip(values, included):
+            others = list(pool)
+            if inc:
+                others.remove(value)
+            gains.append(expected_max_with(value, others, k_eff - 1) - mean)
+    if not scale_std:
+        return gains
+    if sd == 0.0:  # statistic rows' gains are 0 here; only rows outside see the fallback
+        sd = subset_max_std(sorted(values, reverse=True), k) or 1.0
+    return [g / (sd + EPS) for g in gains]
 
 
 @ADVANTAGES.register("passk")

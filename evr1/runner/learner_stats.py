@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from torch import Tensor
 
 SUMMED = frozenset({"loss", "pg_loss", "pg_loss_offline", "pg_loss_online"})
-EXTREMES = {"ratio_min": min, "ratio_max": max}
+EXTREMES = {"ratio_min": min, "ratio_max": max, "offline/ratio_min": min, "offline/ratio_max": max}
 
 
 @dataclass

@@ -162,7 +162,9 @@ def test_known_behaviour_logprobs_are_the_ratio_denominator():
     loss, m = call_loss("ppo_clip", x, old, t([[1.0], [1.0]]), offline=torch.tensor([True, True]), behaviour_logprobs=behaviour)
     # row 0: ratio 0.5/0.25 = 2 -> clipped at 1.28; row 1: shaping 0.5/0.6
     assert loss.item() == pytest.approx((-1.28 - 0.5 / 0.6) / 2)
-    assert m["clip_frac_high"].item() == 1.0 and m["ratio_max"].item() == pytest.approx(2.0)
+    # pi/mu is reported apart from the online drift diagnostics (no online row here)
+    assert m["offline/clip_frac_high"].item() == 1.0 and m["offline/ratio_max"].item() == pytest.approx(2.0)
+    assert m["clip_frac_high"].item() == 0.0 and m["ratio_max"].item() == 1.0
     with pytest.raises(ValueError, match="offline mask"):
         call_loss("ppo_clip", x, old, t([[1.0], [1.0]]), behaviour_logprobs=behaviour)
     # NaN on padding does not make a row unknown

@@ -3,6 +3,12 @@
 Standard library only (`urllib`): a POST to `{base_url}/chat/completions` with a timeout, retried
 on connection errors, timeouts, HTTP 408/429 and 5xx with exponential back-off. The API key, if
 any, is read from the environment variable *named* by `JudgeSpec.api_key_env`.
+
+Grading requests put the question, reference and candidate between tags (`delimited`), with any
+such tags inside the texts removed, and the system prompt tells the judge to treat tagged text as
+data. Replies are read by `reply_score`: <think> blocks dropped, then a reply that is exactly an
+integer 0-10, else the last integer 0-10 that is neither part of a range ("0-10", "0 to 10") nor a
+denominator ("/10", "out of 10").
 """
 
 from __future__ import annotations
@@ -21,7 +27,14 @@ if TYPE_CHECKING:
     from evr1.specs import JudgeSpec
 
 _RETRY_STATUS = {408, 429}
-_SCORE = re.compile(r"(?<![\d.])(10|\d)(?:\s*/\s*10)?(?![\d.])")
+_OPEN_THINK = re.compile(r"<think>.*", re.DOTALL | re.IGNORECASE)
+_INT = r"(?<![\w.])\d+(?![\w]|\.\d)"
+_RANGE = re.compile(rf"{_INT}\s*(?:-|–|—|\bto\b)\s*{_INT}", re.IGNORECASE)
+_DENOMINATOR = re.compile(rf"(?:/|\bout\s+of\b)\s*{_INT}", re.IGNORECASE)
+_SCORE = re.compile(_INT)
+MAX_REPLY_CHARS = 20_000
+DATA_TAGS = ("question", "reference", "candidate")
+_TAG = re.compile(rf"</?\s*(?:{'|'.join(DATA_TAGS)})\b[^>]*>", re.IGNORECASE)
 
 
 class JudgeUnavailable(RuntimeError):
@@ -72,9 +85,22 @@ def chat(judge: JudgeSpec, system: str, user: str) -> str:
     raise JudgeUnavailable(f"LLM judge at {url} unreachable after {judge.retries + 1} attempt(s): {last}")
 
 
+def delimited(tag: str, text: str) -> str:
+    """`text` between `<tag>` and `</tag>`, with every data tag inside it removed (so it cannot close
+    the block early and write outside it)."""
+    return f"<{tag}>\n{_TAG.sub('', text)}\n</{tag}>"
+
+
 def reply_score(reply: str) -> float:
-    """The first integer 0–10 of a judge reply, as a fraction; ValueError when there is none."""
-    m = _SCORE.search(reply[:2000])
-    if m is None:
+    """A judge reply's 0-10 score as a fraction (rules in the module docstring); ValueError when there is none."""
+    text = reply[:MAX_REPLY_CHARS]
+    cut = text.lower().rfind("</think>")
+    text = _OPEN_THINK.sub(" ", text[cut + len("</think>") :] if cut >= 0 else text)  # an unclosed <think> runs on
+    whole = text.strip().rstrip(".")
+    if whole.isdecimal() and int(whole) <= 10:
+        return int(whole) / 10.0
+    text = _DENOMINATOR.sub(" ", _RANGE.sub(" ", text))
+    scores = [int(m.group()) for m in _SCORE.finditer(text) if int(m.group()) <= 10]
+    if not scores:
         raise ValueError(f"judge reply holds no 0-10 score: {reply[:100]!r}")
-    return int(m.group(1)) / 10.0
+    return scores[-1] / 10.0

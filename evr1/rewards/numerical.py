@@ -5,7 +5,9 @@ thousands separators, words, fractions, percentages, scientific notation; `50%` 
 0.5). `RewardSpec.numeric_rel_tol` / `numeric_abs_tol` opt into a tolerance.
 
 regression: VSI-Bench's mean relative accuracy, the fraction of thresholds θ ∈ {0.50, 0.55, …,
-0.95} with |pred − gt| / |gt| < 1 − θ. A zero reference counts only an exact zero.
+0.95} with |pred − gt| / |gt| <= 1 − θ (the official `<=`, with a 1e-9 tolerance so that float
+rounding of 1 − θ cannot drop a threshold: gt 10, pred 9 scores 0.9). A zero reference counts only
+an exact zero.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from evr1.specs import RewardSpec
 
 THRESHOLDS = tuple(round(0.50 + 0.05 * i, 2) for i in range(10))
+MRA_TOLERANCE = 1e-9
 
 
 def _reference(inp: RewardInput) -> Number:
@@ -45,7 +48,7 @@ def mean_relative_accuracy(pred: float, gt: float) -> float:
     if gt == 0:
         return 1.0 if pred == 0 else 0.0
     error = abs(pred - gt) / abs(gt)
-    return sum(error < 1.0 - t for t in THRESHOLDS) / len(THRESHOLDS)
+    return sum(error <= 1.0 - t + MRA_TOLERANCE for t in THRESHOLDS) / len(THRESHOLDS)
 
 
 def score_regression(inp: RewardInput, spec: RewardSpec) -> float:

@@ -7,7 +7,8 @@ reference timestamps, else 0.5 s; matching is one-to-one, nearest first.
   ignored).
 - spatial_temporal_grounding: 0.5 × temporal IoU + 0.5 × vIoU, where vIoU is the IoU sum over
   shared timestamps divided by the number of timestamps in either track. The answer's span is its
-  `time`/`span` field, else the first to last of its box timestamps.
+  `time`/`span` field, else the first to last of its box timestamps. Its time origin, window and
+  clipping rules are temporal grounding's (`temporal_grounding.interval_score`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from evr1.rewards.contract import RewardOutput
 from evr1.rewards.extract import answer_of
-from evr1.rewards.geometry import Box, box_iou, interval_iou
+from evr1.rewards.geometry import Box, box_iou
 from evr1.rewards.grounding_parse import load_json, parse_interval, parse_track
 from evr1.rewards.spatial_grounding import to_reference_frame
-from evr1.rewards.temporal_grounding import clip_interval, reference_interval
+from evr1.rewards.temporal_grounding import interval_score, reference_interval
 
 if TYPE_CHECKING:
     from evr1.rewards.contract import RewardInput
@@ -83,10 +84,9 @@ def score_spatial_temporal(inp: RewardInput, spec: RewardSpec) -> RewardOutput:
     """Spatial-temporal grounding: mean of temporal IoU and vIoU over shared timestamps."""
     text = answer_of(inp, spec)
     got, expected, pairs = _tracks(inp, text)
-    span = reference_interval(inp.answer, inp.duration)
+    span = reference_interval(inp)
     pair = _span(text, got) if text else None
-    predicted = clip_interval(pair, inp.duration, strict=spec.strictness == "strict") if pair else None
-    tiou = interval_iou(predicted, span) if predicted else 0.0
+    tiou = interval_score(pair, span, inp.duration, strict=spec.strictness == "strict")
     union = len(expected) + len(got) - len(pairs)
     viou = sum(box_iou(got[p], expected[r]) for p, r in pairs) / union
     return RewardOutput(score=0.5 * tiou + 0.5 * viou, components={"accuracy": 0.5 * tiou + 0.5 * viou, "tiou": tiou, "viou": viou})

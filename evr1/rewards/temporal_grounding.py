@@ -1,14 +1,20 @@
 """Temporal grounding: 1-D IoU of the answer's [start, end] (seconds) with the reference.
 
-Deliberate cases: a reversed interval is swapped (lenient) or scores 0 (strict); both intervals are
-clipped to [0, duration] when the duration is known (to [0, ∞) otherwise), so a prediction wholly
-outside the video becomes empty; an empty (zero-length) prediction scores 0 unless the reference is
-the same single point.
+Time origin: seconds from the start of the media the model is shown, i.e. from the clip's `start`
+when the record's video names one (`RewardInput.duration` = end - start), else from the start of
+the video. An importer that clips a video must write its reference times on that clock.
+
+Deliberate cases: a reversed interval is swapped (lenient) or scores 0 (strict). Both intervals are
+clipped to the window [0, duration] ([0, ∞) when the duration is unknown), but clipping never turns
+an interval into a point: a reference that does not overlap the window (only touching it counts as
+not overlapping) is a ValueError naming the record, and a prediction that becomes a point (e.g.
+one wholly after the clip) scores 0. A point prediction scores 1 only when it is, unclipped, the
+same point as a point reference inside the window.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evr1.rewards.extract import answer_of
 from evr1.rewards.geometry import Interval, interval_iou
@@ -19,22 +25,48 @@ if TYPE_CHECKING:
     from evr1.specs import RewardSpec
 
 
+def window(duration: float | None) -> Interval:
+    """The time window of the shown media: [0, duration], or [0, ∞) when the duration is unknown."""
+    return (0.0, duration if duration is not None and duration > 0 else float("inf"))
+
+
 def clip_interval(pair: tuple[float, float], duration: float | None, *, strict: bool) -> Interval | None:
-    """Ordered (or None for a reversed pair when strict) and clipped to the video."""
+    """Ordered (or None for a reversed pair when strict) and clipped to the window (may become a point)."""
     start, end = pair
     if start > end:
         if strict:
             return None
         start, end = end, start
-    upper = duration if duration is not None and duration > 0 else float("inf")
-    return (min(max(start, 0.0), upper), min(max(end, 0.0), upper))
+    low, high = window(duration)
+    return (min(max(start, low), high), min(max(end, low), high))
 
 
-def reference_interval(answer: Any, duration: float | None) -> Interval:
-    pair = parse_interval(answer)
+def reference_interval(inp: RewardInput) -> Interval:
+    """The reference interval clipped to the window; ValueError (naming the record) when it has none
+    or lies outside the window."""
+    name = inp.sample_id or inp.group_id or "(unnamed)"
+    pair = parse_interval(inp.answer)
     if pair is None:
-        raise ValueError(f"temporal_grounding answer {answer!r} holds no [start, end] interval")
-    return clip_interval(pair, duration, strict=False)  # type: ignore[return-value]
+        raise ValueError(f"record {name!r}: {inp.problem_type.value} answer {inp.answer!r} holds no [start, end] interval")
+    start, end = sorted(pair)
+    low, high = window(inp.duration)
+    inside = low <= start <= high if start == end else min(end, high) > max(start, low)
+    if not inside:
+        raise ValueError(
+            f"record {name!r}: {inp.problem_type.value} reference [{start:g}, {end:g}] s does not overlap the clip"
+            f" [0, {high:g}] s (times count from the clip's start)"
+        )
+    return clip_interval((start, end), inp.duration, strict=False)  # type: ignore[return-value]
+
+
+def interval_score(pair: tuple[float, float] | None, reference: Interval, duration: float | None, *, strict: bool) -> float:
+    """IoU of a raw predicted pair with a reference from `reference_interval`, by the rules above."""
+    got = clip_interval(pair, duration, strict=strict) if pair is not None else None
+    if got is None:
+        return 0.0
+    if got[0] == got[1]:
+        return 1.0 if (min(pair), max(pair)) == got == reference else 0.0  # type: ignore[arg-type]
+    return interval_iou(got, reference)
 
 
 def suits(text: str, inp: RewardInput) -> bool:
@@ -43,10 +75,7 @@ def suits(text: str, inp: RewardInput) -> bool:
 
 def score(inp: RewardInput, spec: RewardSpec) -> float:
     """Temporal grounding: 1-D IoU of the answer's start-end interval (seconds) with the reference."""
-    expected = reference_interval(inp.answer, inp.duration)
+    expected = reference_interval(inp)
     text = answer_of(inp, spec)
     pair = parse_interval(text) if text else None
-    got = clip_interval(pair, inp.duration, strict=spec.strictness == "strict") if pair else None
-    if got is None or (got[1] <= got[0] and expected[1] > expected[0]):
-        return 0.0
-    return interval_iou(got, expected)
+    return interval_score(pair, expected, inp.duration, strict=spec.strictness == "strict")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from reward_helpers import make
 
-from evr1.rewards import spatial_grounding, spatio_temporal, temporal_grounding
+from evr1.data.records import MediaRef, Record
+from evr1.rewards import RewardInput, spatial_grounding, spatio_temporal, temporal_grounding
 from evr1.rewards.geometry import box_iou, interval_iou, matched_iou
 from evr1.rewards.grounding_parse import parse_boxes, parse_interval, parse_track
 from evr1.specs import RewardSpec
@@ -20,7 +21,8 @@ TEMPORAL = [
     ('<answer>{"start_time": "0:04", "end_time": "0:06"}</answer>', 2 / 4),
     ("<answer>[8, 4]</answer>", 1.0),  # reversed: swapped when lenient
     ("<answer>[5, 5]</answer>", 0.0),  # zero length
-    ("<answer>[20, 30]</answer>", 0.0),  # wholly after the 10 s video: clipped to [10, 10]
+    ("<answer>[20, 30]</answer>", 0.0),  # wholly after the 10 s video: clipped to the point [10, 10] -> 0
+    ("<answer>[10, 30]</answer>", 0.0),  # touches the end only: clipped to the point [10, 10] -> 0
     ("<answer>[6, 30]</answer>", 2 / 6),  # clipped to [6, 10]: inter 2, union [4,10]=6
     ("<answer>[-3, 6]</answer>", 2 / 8),  # clipped to [0, 6]: inter 2, union 8
     ("<answer>somewhere</answer>", 0.0),
@@ -38,6 +40,68 @@ def test_temporal_table(response: str, expected: float, spec: RewardSpec) -> Non
 def test_reversed_interval_scores_zero_when_strict(strict: RewardSpec) -> None:
     inp = make("<answer>[8, 4]</answer>", GT_TIME, "temporal_grounding", duration=10.0)
     assert temporal_grounding.score(inp, strict) == 0.0
+
+
+def _clipped(answer: object, response: str) -> RewardInput:
+    """A response to a record whose video is clipped to 60-120 s of its file (duration 60 s)."""
+    record = Record(id="clip-7", problem="When?", problem_type="temporal_grounding", answer=answer,
+                    media=[MediaRef(kind="video", path="v.mp4", start=60.0, end=120.0)])  # fmt: skip
+    return RewardInput.from_record(record, f"<answer>{response}</answer>")
+
+
+def test_reference_outside_the_clip_is_an_error_naming_the_record(spec: RewardSpec) -> None:
+    # The reviewer's example: times count from the clip start, so [70, 80] lies after the 60 s clip. Before
+    # the fix it was clipped to the point (60, 60), and [100, 110] and [200, 300] (clipped to (60, 60)) scored 1.
+    for response in ("[100, 110]", "[200, 300]", "[70, 80]"):
+        with pytest.raises(ValueError, match=r"'clip-7'.*\[70, 80\] s does not overlap the clip \[0, 60\] s"):
+            temporal_grounding.score(_clipped({"time": [70, 80]}, response), spec)
+    for answer in ([60, 80], [-5, 0], [61, 61]):  # touching the window only, before it, a point after it
+        with pytest.raises(ValueError, match="'clip-7'"):
+            temporal_grounding.score(_clipped({"time": answer}, "[1, 2]"), spec)
+
+
+CLIPPED = [
+    # reference [5, 15] s from the clip start
+    ({"time": [5, 15]}, "[5, 15]", 1.0),
+    ({"time": [5, 15]}, "[10, 20]", 5 / 15),  # inter [10, 15], union [5, 20]
+    ({"time": [5, 15]}, "[100, 110]", 0.0),  # after the clip: clipped to the point (60, 60)
+    ({"time": [5, 15]}, "[200, 300]", 0.0),
+    # reference [50, 80] runs past the clip: it becomes [50, 60], never a point
+    ({"time": [50, 80]}, "[50, 80]", 1.0),  # clipped the same way
+    ({"time": [50, 80]}, "[55, 90]", 0.5),  # [55, 60] of [50, 60]
+    ({"time": [50, 80]}, "[100, 110]", 0.0),
+    ({"time": [50, 80]}, "[200, 300]", 0.0),
+    ({"time": [50, 80]}, "[60, 70]", 0.0),  # touches the end only: the point (60, 60)
+    # a point reference at the clip's end, a point before clipping
+    ({"time": [60, 60]}, "[60, 60]", 1.0),
+    ({"time": [60, 60]}, "[200, 300]", 0.0),  # clipped to (60, 60), but not a point before
+    ({"time": [60, 60]}, "[200, 200]", 0.0),  # a different point, moved onto the reference by clipping
+    ({"time": [60, 60]}, "[59, 60]", 0.0),  # an interval against a point: no overlap of positive length
+    ({"time": [3, 3]}, "[3, 3]", 1.0),
+    ({"time": [3, 3]}, "[4, 4]", 0.0),
+]
+
+
+@pytest.mark.parametrize(("answer", "response", "expected"), CLIPPED)
+def test_clipped_clip_table(answer: object, response: str, expected: float, spec: RewardSpec) -> None:
+    assert temporal_grounding.score(_clipped(answer, response), spec) == pytest.approx(expected)
+
+
+def test_unknown_duration_clips_only_at_zero(spec: RewardSpec) -> None:
+    assert temporal_grounding.score(make("<answer>[0, 3]</answer>", {"time": [-1, 3]}, "tg"), spec) == 1.0
+    assert temporal_grounding.score(make("<answer>[500, 600]</answer>", {"time": [500, 700]}, "tg"), spec) == 0.5
+    with pytest.raises(ValueError, match="'s-1'.*\\[-3, -1\\] s does not overlap"):
+        temporal_grounding.score(make("<answer>[0, 3]</answer>", {"time": [-3, -1]}, "tg", sample_id="s-1"), spec)
+
+
+def test_spatial_temporal_span_follows_the_same_rules(spec: RewardSpec) -> None:
+    answer = {"time": [1, 3], "boxes": {"1": [0, 0, 2, 2]}}
+    beyond = '<answer>{"time": [20, 30], "boxes": {"1": [0, 0, 2, 2]}}</answer>'
+    out = spatio_temporal.score_spatial_temporal(make(beyond, answer, "stvg", fps=1.0, duration=10.0), spec)
+    assert (out.components["tiou"], out.components["viou"]) == (0.0, 1.0)  # span clipped to the point (10, 10)
+    with pytest.raises(ValueError, match="'st-2'.*does not overlap"):
+        spatio_temporal.score_spatial_temporal(make(beyond, {**answer, "time": [12, 15]}, "stvg", fps=1.0, duration=10.0,
+                                                    sample_id="st-2"), spec)  # fmt: skip
 
 
 def test_interval_iou_points() -> None:

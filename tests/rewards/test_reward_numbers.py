@@ -82,13 +82,18 @@ def test_bad_reference_raises_naming_it(spec: RewardSpec) -> None:
         numerical.score(make("<answer>3</answer>", "lots", "numerical"), spec)
 
 
-# MRA: thresholds 0.50..0.95, correct when relative error < 1 - theta.
+# MRA: thresholds θ = 0.50..0.95, correct when relative error <= 1 - θ (the official VSI-Bench rule);
+# the bounds 1 - θ are 0.50, 0.45, 0.40, 0.35, 0.30, 0.25, 0.20, 0.15, 0.10, 0.05.
 REGRESSION = [
     ("10", 10, 1.0),  # error 0
-    ("9", 10, 0.8),  # error 0.10 < 1-θ for θ in 0.50..0.85 (8 of 10)
-    ("12", 10, 0.6),  # error 0.20 < 1-θ for θ in 0.50..0.75 (6 of 10)
-    ("5", 10, 0.0),  # error 0.5: never < 0.5
-    ("5.5", 10, 0.1),  # error 0.45 < 0.5 only
+    ("9", 10, 0.9),  # error 0.10 <= 0.50..0.10 (9 of 10); `<` would give 0.8
+    ("11", 10, 0.9),  # error 0.10, from above
+    ("3.6", 4, 0.9),  # error 0.4 / 4 = 0.1 <= 0.10 (9 of 10); in floats the two sides differ by ~1e-17
+    ("12", 10, 0.7),  # error 0.20 <= 0.50..0.20 (7 of 10)
+    ("2.5", 2, 0.6),  # error 0.25 <= 0.50..0.25 (6 of 10)
+    ("5", 10, 0.1),  # error 0.5 <= 0.50 only; `<` would give 0.0
+    ("5.5", 10, 0.2),  # error 0.45 <= 0.50 and 0.45 (2 of 10)
+    ("4.9", 10, 0.0),  # error 0.51 > 0.50
     ("0", 0, 1.0),
     ("1", 0, 0.0),
     ("lots", 10, 0.0),

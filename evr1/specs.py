@@ -379,6 +379,12 @@ class AlgoSpec(Spec):
             raise ValueError("advantage='passk' needs passk_k, and passk_k only applies to passk")
         if self.key_weights and adv != "gdpo":
             raise ValueError(f"key_weights only applies to gdpo, not {adv!r}")
+        if adv == "gdpo" and (self.overlong is not None or self.kl.as_reward_penalty):
+            shaping = "overlong shaping" if self.overlong is not None else "the KL reward penalty (kl.as_reward_penalty)"
+            raise ValueError(
+                f"gdpo normalises each reward key separately and never sees the combined score, so {shaping} "
+                "would do nothing: use it with another estimator, or a KL loss term (kl.as_reward_penalty=False)"
+            )
         if not self.offline.in_baseline and adv not in ("grpo", "rloo", "gdpo", "passk"):
             raise ValueError(f"offline.in_baseline=False only applies to group baselines (grpo, rloo, gdpo, passk), not {adv!r}")
 

@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 EPS = 1e-6  # added to standard deviations before dividing
+FLAT_ULPS = 64  # a std within this many ulps of the values' magnitude is rounding noise: all equal
 
 
 def masked_sum(values: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
@@ -21,15 +22,20 @@ def masked_mean(values: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
 
 
 def masked_whiten(values: Tensor, mask: Tensor) -> Tensor:
-    """`(x - mean) / (std + EPS)` over the valid entries; 0 elsewhere and where all are equal."""
+    """`(x - mean) / (std + EPS)` over the valid entries; 0 elsewhere and where all are equal.
+
+    "All equal" allows for rounding: a std of at most `FLAT_ULPS` machine epsilons of the largest
+    valid magnitude (float32: ~7.6e-6 relative) is treated as 0 rather than blown up by the division.
+    """
     valid = mask.bool()
     mean = masked_mean(values, valid)
     centered = torch.where(valid, values - mean, 0.0)
     count = valid.sum()
-    var = centered.pow(2).sum() / (count - 1).clamp_min(1).to(values.dtype)
-    if count < 2 or not bool(var > 0):
+    std = (centered.pow(2).sum() / (count - 1).clamp_min(1).to(values.dtype)).sqrt()
+    scale = torch.where(valid, values, 0.0).abs().amax() if values.numel() else values.new_zeros(())
+    if count < 2 or not bool(std > FLAT_ULPS * torch.finfo(values.dtype).eps * scale):
         return torch.zeros_like(values)
-    return centered / (var.sqrt() + EPS)
+    return centered / (std + EPS)
 
 
 def last_token_index(mask: Tensor) -> Tensor:

@@ -98,15 +98,18 @@ class Trainer:
         cpu = 0.5 if res.num_gpus == 0 else 1
         roots = {"train": self.train.root, **{v.name: v.root for v in self.vals}}
         address = f"127.0.0.1:{free_port()}"
+        learner_gpus, reference_gpus = reference_share(res.num_gpus, gpus, self.exp.algo.kl.enabled)
         self.learners = [  # created first, so a colocated engine lands on learner 0's GPU
-            ray.remote(num_cpus=cpu, num_gpus=gpus.learners[rank])(LearnerWorker).remote(
+            ray.remote(num_cpus=cpu, num_gpus=learner_gpus[rank])(LearnerWorker).remote(
                 self.exp, self.train.root, rank, res.learner_workers, address
             )
             for rank in range(res.learner_workers)
         ]
         self.rollout = ray.remote(num_cpus=cpu, num_gpus=gpus.rollout)(RolloutWorker).remote(self.exp, roots)
         self.reference = (
-            ray.remote(num_cpus=cpu)(ReferenceWorker).remote(self.exp, self.train.root) if self.exp.algo.kl.enabled else None
+            ray.remote(num_cpus=cpu, num_gpus=reference_gpus)(ReferenceWorker).remote(self.exp, self.train.root)
+            if self.exp.algo.kl.enabled
+            else None
         )
         self.rewarders = [ray.remote(num_cpus=0.25)(RewardWorker).remote(self.exp) for _ in range(res.reward_workers)]
 
@@ -184,6 +187,24 @@ class Trainer:
                 outputs[k] = out
         return inputs, outputs
 
+    def greedy_baselines(self, records: Sequence[Any], flat: Sequence[tuple[int, Any]], step: int) -> tuple[list[float], float]:
+        """ReMax baselines: the (shaped) score of one greedy response per record, for each row of `flat`; and their mean."""
+        import torch
+
+        from evr1.runner.advantages import shaped_scores
+
+        greedy, _ = self._get(
+            self.rollout.generate.remote("train", records, [1] * len(records), self.sampling_params(step, greedy=True)),
+            step, "rollout worker (greedy baseline)",
+        )
+        texts = [g[0].text for g in greedy]
+        _, outputs = self.score(records, texts, [f"{r.id}#greedy" for r in records], step)
+        lengths = torch.tensor([len(g[0].token_ids) for g in greedy])
+        scores, _ = shaped_scores(
+            self.exp.algo, torch.tensor([o.score for o in outputs], dtype=torch.float32), lengths, self.exp.rollout.max_response_tokens
+        )
+        return [float(scores[g]) for g, _ in flat], float(scores.mean())
+
     def step(self, step: int) -> dict[str, float]:
         import torch
 
@@ -228,17 +249,21 @@ class Trainer:
                 refs = self._get(self.reference.logprobs.remote(items), step, "reference worker")
             for item, ref in zip(items, refs):
                 item.ref_logprobs = ref
+        baselines = None
+        if exp.algo.advantage == "remax":
+            with timer("rollout"):  # one greedy response per prompt, scored
+                baselines, metrics["reward/greedy_baseline"] = self.greedy_baselines(records, flat, step)
         with timer("advantage"):
             advantages, adv_metrics, keep = compute_advantages(
-                exp.algo, items, outputs, self.kl, max_length=exp.rollout.max_response_tokens
+                exp.algo, items, outputs, self.kl, max_length=exp.rollout.max_response_tokens, reward=exp.reward,
+                baselines=baselines,
             )
             metrics.update(adv_metrics)
         for item, adv in zip(items, advantages):
             item.advantages = adv
         items = [item for item, k in zip(items, keep) if k]
         with timer("update"):
-            workers = len(self.learners)  # whole groups per worker, as the learner's mini-batches expect
-            shards = [[item for item in items if item.group_id % workers == k] for k in range(workers)]
+            shards = shard_groups(items, len(self.learners), exp.trainer.mini_batches)
             results = self._get([w.update.remote(s) for w, s in zip(self.learners, shards)], step, "learner")
             metrics.update({f"learner/{k}": v for k, v in results[0].items()})
         if self.kl is not None and "kl/mean" in metrics:
@@ -344,6 +369,30 @@ class Trainer:
         rows = read_metrics(self.run_dir)
         write_report(self.run_dir, rows, self.exp.name)
         return rows
+
+
+def reference_share(num_gpus: int, gpus: Any, kl: bool) -> tuple[tuple[float, ...], float]:
+    """The learners' GPU requests and the reference worker's (0 on CPU runs or without KL).
+
+    The reference takes a whole GPU when one is left over, else half of learner 0's share (it
+    lives beside learner 0: Ray counts the fractions, the memory is shared).
+    """
+    learners = tuple(gpus.learners)
+    if num_gpus == 0 or not kl:
+        return learners, 0.0
+    if num_gpus - gpus.rollout - sum(learners) >= 1:
+        return learners, 1.0
+    half = learners[0] / 2
+    return (half, *learners[1:]), half
+
+
+def shard_groups(items: Sequence[Any], workers: int, mini_batches: int) -> list[list[Any]]:
+    """Whole groups per worker, so that every worker holds part of every mini-batch.
+
+    The learner's mini-batch j holds the groups with `group_id % mini_batches == j`; sharding by
+    `(group_id // mini_batches) % workers` spreads the groups of each mini-batch over the workers.
+    """
+    return [[item for item in items if (item.group_id // mini_batches) % workers == k] for k in range(workers)]
 
 
 def _accuracy(metrics: dict[str, float]) -> float:

@@ -1,9 +1,14 @@
 """Multiple choice: the answer letter, limited to the actual number of options (A–Z).
 
 Read in order: a bare letter (`B`, `(b)`, `B.`, `Option B`); the text of exactly one option
-(`options` hold the texts, with or without an `A.` prefix); a leading letter (`B. the dog`, unless
-its text names another option); else the one in-range capital letter in the answer, or the one
-option text it mentions. Hedges ("A or B", "A/B") and several letters score 0.
+(`options` hold the texts, with or without an `A.` prefix); else the capital letters standing
+alone in the answer (`B. the dog`, `The answer is B`), which must all be one in-range letter,
+and a leading one must not be contradicted by the option text that follows it; else the one
+option text the answer mentions. `A` before a lowercase word (the article, at a sentence start)
+and `I` before a lowercase word (the pronoun) are words, not letters, unless that word is a
+connective such as "or", "is" or "because". Option texts are blanked out before the search, so
+"Vitamin C" in an option is no letter. Hedges ("A or B", "A (or maybe B)", "A B") and any
+out-of-range letter ("E, not A" with four options) leave the answer unparseable (scored 0).
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ if TYPE_CHECKING:
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _SHORT = re.compile(r"[(\[]?([A-Za-z])[)\]]?[.:)]?")
 _PREFIX = re.compile(r"(?:the[ \t]+)?(?:correct[ \t]+)?(?:option|choice|answer)[ \t]*(?:[:：][ \t]*)?", re.IGNORECASE)
-_LEAD = re.compile(r"[(\[]?([A-Z])(?:[)\]]|(?=[.:\s]|$))")
-_HEDGE = re.compile(r"[ \t]*(?:,|/|&|\bor\b|\band\b|\bvs\.?)[ \t]*[(\[]?[A-Z](?![A-Za-z])", re.IGNORECASE)
-_CANDIDATE = re.compile(r"(?<![A-Za-z0-9'’])[(\[]?([A-Z])[)\]]?(?![A-Za-z0-9'’])")
+_LONE = re.compile(r"(?<![A-Za-z0-9'’-])[(\[]?([A-Z])[)\]]?(?![A-Za-z0-9'’-])")
+_CONNECTIVES = "or|and|nor|vs|versus|is|because|since|as|but|not|seems|appears|looks|fits|matches"
+_BEFORE_WORD = re.compile(rf"[ \t]+(?!(?:{_CONNECTIVES})\b)[a-z]")
+_SENTENCE_END = ".!?:;>\n"
 _OPTION_PREFIX = re.compile(r"[ \t]*[(\[]?[A-Za-z][)\].:][ \t]+")
 
 
@@ -33,15 +39,33 @@ def option_count(options: Sequence[str] | None) -> int:
     return min(len(options), 26) if options else 26
 
 
-def _option_texts(options: Sequence[str] | None) -> list[str]:
-    if not options:
-        return []
-    return [normalise_text(_OPTION_PREFIX.sub("", o, count=1) if _OPTION_PREFIX.match(o) else o, punctuation=True) for o in options]
+def _bare_options(options: Sequence[str] | None) -> list[str]:
+    """The option texts without an `A.`-style prefix."""
+    return [_OPTION_PREFIX.sub("", o, count=1) if _OPTION_PREFIX.match(o) else o for o in options or []]
 
 
 def _by_text(text: str, texts: list[str]) -> str | None:
     hits = [i for i, t in enumerate(texts) if t and t == text]
     return LETTERS[hits[0]] if len(hits) == 1 else None
+
+
+def _is_word(t: str, match: re.Match[str]) -> bool:
+    """`I think…` (pronoun) or `A dog…` at a sentence start (article): a word, not an option letter."""
+    letter = match.group(1)
+    if letter not in "AI" or match.group(0) != letter or not _BEFORE_WORD.match(t, match.end()):
+        return False
+    before = t[: match.start()].rstrip(" \t\"'“‘([*")
+    return letter == "I" or not before or before[-1] in _SENTENCE_END
+
+
+def _blank_options(t: str, options: list[str]) -> str:
+    """`t` with each option text (of two or more characters) replaced by spaces."""
+    for option in options:
+        words = option.split()
+        if len("".join(words)) >= 2:
+            pattern = r"(?<![A-Za-z0-9])" + r"\s+".join(map(re.escape, words)) + r"(?![A-Za-z0-9])"
+            t = re.sub(pattern, lambda m: " " * len(m.group(0)), t, flags=re.IGNORECASE)
+    return t
 
 
 def choice_letter(text: str | None, options: Sequence[str] | None, count: int | None = None) -> str | None:
@@ -58,20 +82,23 @@ def choice_letter(text: str | None, options: Sequence[str] | None, count: int | 
     if short:
         letter = short.group(1).upper()
         return letter if LETTERS.index(letter) < n else None
-    texts = _option_texts(options)
+    bare = [unicodedata.normalize("NFKC", o).strip() for o in _bare_options(options)]
+    texts = [normalise_text(o, punctuation=True) for o in bare]
     norm = normalise_text(t, punctuation=True)
     named = _by_text(norm, texts)
     if named is not None:
         return named
-    lead = _LEAD.match(t)
-    if lead and LETTERS.index(lead.group(1)) < n:
-        if _HEDGE.match(t, lead.end()):
-            return None
-        rest_letter = _by_text(normalise_text(t[lead.end() :], punctuation=True), texts)
-        return lead.group(1) if rest_letter in (None, lead.group(1)) else None
-    letters = {c for c in _CANDIDATE.findall(t) if LETTERS.index(c) < n}
+    lone = [m for m in _LONE.finditer(_blank_options(t, bare)) if not _is_word(t, m)]
+    letters = {m.group(1) for m in lone}
+    if len(letters) > 1 or any(LETTERS.index(c) >= n for c in letters):
+        return None
     if letters:
-        return letters.pop() if len(letters) == 1 else None
+        first = lone[0]
+        if first.start() == 0:  # a leading letter must not be contradicted by the option text after it
+            rest = _by_text(normalise_text(t[first.end() :], punctuation=True), texts)
+            if rest not in (None, first.group(1)):
+                return None
+        return first.group(1)
     padded = f" {norm} "
     mentioned = [i for i, o in enumerate(texts) if o and f" {o} " in padded]
     return LETTERS[mentioned[0]] if len(mentioned) == 1 else None

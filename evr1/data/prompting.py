@@ -32,6 +32,7 @@ class RecordPrompter:
     def __init__(self, processor: Any, loader: MediaLoader, spec: PromptSpec) -> None:
         self.processor, self.loader, self.spec = processor, loader, spec
         self._memo: dict[str, Any] = {}
+        self.timing: dict[str, tuple[tuple[float, ...], float | None]] = {}  # id -> frame times, sample fps
         self.cache_hits = 0
         self.media_loaded = 0
 
@@ -44,14 +45,18 @@ class RecordPrompter:
             self.cache_hits += sum(m.cache_hit for m in media)
             messages = chat_messages(question_text(record, self.spec), [m.kind for m in media], self.spec.system)
             self._memo[record.id] = build_prompt(self.processor, messages, [m.processor_inputs() for m in media])
+            video = next((m for m in media if m.kind == "video"), None)
+            if video is not None:  # what the model saw, for rewards that read frame indices or times
+                self.timing[record.id] = (video.timestamps, video.info.sample_fps)
         return self._memo[record.id]
 
     def many(self, records: Sequence[Record]) -> list[Any]:
         return [self(r) for r in records]
 
     def forget(self) -> dict[str, int]:
-        """Drop memoised prompts and return the media counts since the last call (call once per step)."""
+        """Drop memoised prompts and timings and return the media counts since the last call (call once per step)."""
         stats = {"media/loaded": self.media_loaded, "media/cache_hits": self.cache_hits}
         self._memo.clear()
+        self.timing = {}
         self.media_loaded = self.cache_hits = 0
         return stats

@@ -67,8 +67,9 @@ class RolloutWorker:
         self.engine = ENGINES.get(exp.rollout.engine or default_engine()).from_spec(exp.model, exp.rollout)
         self.prompters = {split: _prompter(exp, self.processor, root) for split, root in roots.items()}
 
-    def generate(self, split: str, records: Sequence[Record], counts: Sequence[int], params: Any) -> tuple[list[list[Any]], dict]:
-        """`counts[i]` responses for record i (grouped per record) and media statistics."""
+    def generate(self, split: str, records: Sequence[Record], counts: Sequence[int], params: Any) -> tuple[list[list[Any]], dict, dict]:
+        """`counts[i]` responses for record i (grouped per record), media statistics, and per record id the
+        timestamps and sampling rate of the video frames the model saw (for the rewards)."""
         prompter = self.prompters[split]
         prompts = prompter.many(records)
         groups: list[list[Any]] = [[] for _ in records]
@@ -77,7 +78,8 @@ class RolloutWorker:
             results = self.engine.generate([prompts[i] for i in chosen], replace(params, n=count))
             for result in results:
                 groups[chosen[result.prompt_index]].append(replace(result, prompt_index=chosen[result.prompt_index]))
-        return groups, prompter.forget()
+        timing = dict(prompter.timing)
+        return groups, prompter.forget(), timing
 
     def load_weights(self, weights: Any) -> int:
         self.engine.load_weights(weights)

@@ -9,7 +9,7 @@ import torch
 from evr1.data.mixers import Trajectory
 from evr1.data.records import Record
 from evr1.rewards import RewardRouter
-from evr1.runner.train import Trainer
+from evr1.runner.train import Trainer, reward_input
 
 
 class CountingScorer:
@@ -21,10 +21,8 @@ class CountingScorer:
     def __init__(self) -> None:
         self.router, self.scored = RewardRouter(), []
 
-    def score(self, records, texts, ids, step):
-        from evr1.rewards import RewardInput
-
-        inputs = [RewardInput.from_record(r, t, sample_id=i) for r, t, i in zip(records, texts, ids)]
+    def score(self, records, texts, ids, step, timing=None):
+        inputs = [reward_input(r, t, i, timing) for r, t, i in zip(records, texts, ids)]
         self.scored += list(texts)
         return inputs, self.router.score(inputs)
 
@@ -73,3 +71,12 @@ def test_without_a_first_pass_everything_is_scored() -> None:
     _, outputs = scorer.score_groups(RECORDS, flat, 0, None)
     assert scorer.scored == ["<answer>A</answer>", "<answer>B</answer>"]
     assert [o.components["accuracy"] for o in outputs] == [1.0, 0.0]
+
+
+def test_rewards_see_the_frames_the_model_saw() -> None:
+    """A tracking-style answer by frame index is read against the timestamps from the rollout."""
+    record = Record(id="v", problem="Where?", problem_type="multiple_choice", answer="A", options=["A. x", "B. y"])
+    seen = reward_input(record, "A", "v#0", {"v": ((0.0, 0.5, 1.25), 2.0)})
+    assert seen.frame_timestamps == (0.0, 0.5, 1.25) and seen.fps == 2.0
+    unseen = reward_input(record, "A", "v#0", {"other": ((0.0,), 1.0)})
+    assert unseen.frame_timestamps is None and unseen.fps is None

@@ -23,8 +23,8 @@ def run(name: str, scores, group_ids, mask=None, *, spec: AlgoSpec | None = None
     return ADVANTAGES.get(name)(scores_t, group_ids, mask, spec=spec or AlgoSpec(advantage=name), **kw)
 
 
-def close(actual: torch.Tensor, expected) -> None:
-    torch.testing.assert_close(actual.double(), torch.tensor(expected, dtype=torch.float64), atol=1e-5, rtol=0)
+def close(actual: torch.Tensor, expected) -> bool:
+    return torch.allclose(actual.double(), torch.tensor(expected, dtype=torch.float64), atol=1e-5, rtol=0)
 
 
 def rows(adv: torch.Tensor) -> list[float]:
@@ -68,7 +68,7 @@ def test_string_group_ids_and_token_rewards():
     token_rewards = torch.tensor([[0.5, 0.5, 9.0], [0.0, 0.0, 9.0]])  # 9.0 sits on masked tokens
     mask = torch.tensor([[1, 1, 0], [1, 1, 0]])
     adv = ADVANTAGES.get("grpo")(token_rewards, ["uid-a", "uid-a"], mask, spec=AlgoSpec(scale_std=False))
-    close(adv, [[0.5, 0.5, 0.0], [-0.5, -0.5, 0.0]])
+    assert close(adv, [[0.5, 0.5, 0.0], [-0.5, -0.5, 0.0]]), adv
 
 
 def test_advantage_is_zero_on_masked_tokens():
@@ -94,12 +94,12 @@ def test_reinforce_pp_returns_and_whitening():
     # gamma 1: returns [1, 1, 1] and [0, 0]; mean 0.6, unbiased std sqrt(0.3)
     adv = run("reinforce_pp", [1, 0], [0, 1], mask)
     sd = 0.3**0.5
-    close(adv, [[0.4 / sd] * 3, [-0.6 / sd, -0.6 / sd, 0]])
+    assert close(adv, [[0.4 / sd] * 3, [-0.6 / sd, -0.6 / sd, 0]]), adv
     # gamma 0.5: returns [0.25, 0.5, 1] and [0, 0]; mean 0.35, unbiased std sqrt(0.175)
     adv = run("reinforce_pp", [1, 0], [0, 1], mask, spec=AlgoSpec(advantage="reinforce_pp", gamma=0.5))
     sd = 0.175**0.5
     expected = [[-0.1 / sd, 0.15 / sd, 0.65 / sd], [-0.35 / sd, -0.35 / sd, 0]]
-    close(adv, expected)
+    assert close(adv, expected), adv
 
 
 def test_remax_subtracts_the_greedy_score():

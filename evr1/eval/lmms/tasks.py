@@ -189,8 +189,8 @@ def plan_benchmark(name: str, data_root: str | Path, out: str | Path, evals: str
     docs = benchmark_docs(name, data_root)
     stock = stock_tasks_dir()
     templates = [(path, read_template(path)) for path in sorted(src.glob("*.y*ml"))]
-    groups = [(p, c) for p, c in templates if "group" in c and "task" in c and STOCK_KEY not in c and "dataset_path" not in c]
-    tasks = [(p, c) for p, c in templates if (p, c) not in groups]
+    groups = [(p, c) for p, c in templates if _is_group(c)]
+    tasks = [(p, c) for p, c in templates if not _is_group(c)]
     subsets = {c.get(SUBSET_KEY) for _, c in tasks}
     if None not in subsets:
         unread = Counter(str(d.get(SUBSET_FIELD)) for d in docs if d.get(SUBSET_FIELD) not in subsets)
@@ -275,6 +275,11 @@ def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     with path.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _is_group(config: Mapping[str, Any]) -> bool:
+    """A group template: a `group` over a list of tasks, with no data of its own."""
+    return "group" in config and "task" in config and STOCK_KEY not in config and "dataset_path" not in config
 
 
 def _as_list(value: Any) -> list[str]:

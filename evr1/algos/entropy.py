@@ -3,6 +3,7 @@
 `H = logsumexp(z) - sum_v softmax(z)_v z_v` in float32. With gradients required, each chunk is
 recomputed in the backward pass (activation checkpointing), so peak memory stays about one
 chunk of `[chunk_size, vocab]` float32 instead of several copies of the whole logits tensor.
+The learner passes tempered logits (`logits / T`): its entropy is that of the sampling distribution.
 """
 
 from __future__ import annotations

@@ -13,6 +13,12 @@ the stop token the mixer appends (NaN there) keeps `pi / mu` on every text token
 fallback on the stop token alone, instead of losing its behaviour log-probs altogether.
 Sequence-level losses (gspo) form their sequence ratio from the known tokens only.
 Every offline row's policy-gradient term is scaled by `OffPolicySpec.loss_weight`.
+
+`pi` and `pi_old` are the policy's sampling distribution at the rollout temperature T,
+`log_softmax(logits / T)` over the whole vocabulary (`evr1.runner.learner`), so a curated
+behaviour log-prob `mu` must be of the same kind: the behaviour policy's log-prob of the token at
+the temperature T of this run (no top-k/top-p renormalisation), or NaN where unknown. Log-probs
+taken at another temperature make `pi / mu` wrong on every token.
 """
 
 from __future__ import annotations

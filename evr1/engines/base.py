@@ -1,9 +1,13 @@
 """What every rollout engine takes and returns: `SamplingParams` in, `RolloutResult`s out.
 
-Log-probabilities are those of the raw policy: log softmax of the model's logits at temperature
-1, before any top-k/top-p filtering, at the sampled token. That is the quantity the learner
-recomputes for old/new policy ratios, so the two can be compared directly (sampling at another
-temperature changes which tokens are drawn, not what their log-probs mean).
+Log-probabilities are those of the distribution the tokens are drawn from before any top-k/top-p
+filtering: `log_softmax(logits / T)` over the whole vocabulary at the sampled token, T being
+`SamplingParams.temperature` (1 for greedy decoding, which draws from no distribution; see
+`evr1.models.forward.temper`). The learner and the reference model score responses at the same
+T (`RolloutSpec.temperature`), so old/new policy ratios and KL estimates compare the sampling
+distributions. Exceptions are the engine's to document: vLLM has no tempered-but-unfiltered mode,
+so with top-k/top-p on its log-probs are of the truncated, renormalised distribution
+(`evr1.engines.vllm_adapter`); the learner recomputes the old policy's log-probs itself.
 """
 
 from __future__ import annotations
@@ -54,6 +58,11 @@ class SamplingParams:
             object.__setattr__(self, "greedy", True)
         if self.greedy and self.n != 1:
             object.__setattr__(self, "n", 1)
+
+    @property
+    def sampling_temperature(self) -> float:
+        """The temperature tokens are drawn at: 0 for greedy decoding."""
+        return 0.0 if self.greedy else self.temperature
 
     @classmethod
     def from_spec(cls, spec: RolloutSpec, *, greedy: bool = False, seed: int | None = None) -> SamplingParams:

@@ -4,7 +4,9 @@ Each chunk of prompts is left-padded and prefilled once; its KV cache is then re
 and the `B * n` rows decode together until every row has emitted a stop token or the budget is
 spent. Positions (M-RoPE, Qwen3-VL per-frame layout included) come from `evr1.models.forward`,
 the same code the learner's teacher-forced pass uses. Multimodal placeholder tokens are never
-sampled: a response containing one could not be scored by the model again.
+sampled: a response containing one could not be scored by the model again. Returned log-probs are
+`log_softmax(logits / T)` at the sampling temperature over the whole vocabulary (`temper`), what
+the learner recomputes; top-k/top-p and the placeholder ban shape sampling only.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import torch
 from evr1.engines.base import RolloutResult, SamplingParams, Weights
 from evr1.engines.sampling import next_tokens
 from evr1.errors import Evr1Error
-from evr1.models.forward import collate, decode_positions, gather_logprobs, rope_positions
+from evr1.models.forward import collate, decode_positions, gather_logprobs, rope_positions, temper
 from evr1.models.prompts import Prompt
 from evr1.specs import ModelSpec, RolloutSpec
 
@@ -102,7 +104,8 @@ class HFEngine:
             chosen = next_tokens(logits, params, generator, self._banned)
             chosen = torch.where(done, self.pad_id, chosen)
             tokens[:, step] = chosen
-            logprobs[:, step] = torch.where(done, 0.0, gather_logprobs(logits, chosen))
+            scored = gather_logprobs(temper(logits, params.sampling_temperature), chosen)
+            logprobs[:, step] = torch.where(done, 0.0, scored)
             stopped = ~done & torch.isin(chosen, stop)
             lengths[stopped] = step + 1
             done |= stopped

@@ -5,11 +5,12 @@ from __future__ import annotations
 import torch
 
 from evr1.engines.base import SamplingParams
+from evr1.models.forward import temper
 
 
 def filter_logits(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
-    """Tempered logits with everything outside top-k and the top-p nucleus set to -inf."""
-    scaled = logits / params.temperature
+    """Tempered logits (`temper`) with everything outside top-k and the top-p nucleus set to -inf."""
+    scaled = temper(logits, params.temperature)
     if params.top_k > 0 and params.top_k < scaled.shape[-1]:
         kth = torch.topk(scaled, params.top_k, dim=-1).values[..., -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))

@@ -1,7 +1,7 @@
 """The vLLM rollout engine (GPU only; `pip install -e '.[vllm]'`): a thin adapter over vLLM's public API.
 
 vLLM calls used, all public (docs.vllm.ai, "LLM class" and "Sleep mode"):
-- `vllm.LLM(model=..., enable_sleep_mode=..., logprobs_mode="raw_logprobs", ...)` and
+- `vllm.LLM(model=..., enable_sleep_mode=..., logprobs_mode="processed_logprobs", ...)` and
   `LLM.generate(prompts, sampling_params)` with prompt dicts `{"prompt", "multi_modal_data",
   "mm_processor_kwargs"}` ("Multimodal Inputs": videos as frame arrays with metadata);
 - `LLM.sleep(level=1)` / `LLM.wake_up()` in colocated mode (weights offloaded to CPU, KV cache

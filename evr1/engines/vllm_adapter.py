@@ -35,9 +35,15 @@ INSTALL_HINT = (
     "elsewhere set rollout.engine='hf'"
 )
 WRAPPER_PREFIXES = ("module.", "_orig_mod.")
-# vLLM: "The logprob of the sampled token is computed on the raw model output, before temperature
-# and any other processing" for logprobs_mode="raw_logprobs" -- our RolloutResult's definition.
-LOGPROBS_MODE = "raw_logprobs"
+# vLLM's sampler (vllm/v1/sample/sampler.py) offers raw_logprobs (log-softmax of the model's
+# logits, before logit bias, penalties and temperature), processed_logprobs (after them and after
+# top-k/top-p, renormalised over the kept tokens; greedy requests: at temperature 1), and the
+# matching *_logits. None is tempered but unfiltered. processed_logprobs is our RolloutResult's
+# `log_softmax(logits / T)` exactly when top-k/top-p are off (the recipes' setting; the only logit
+# bias is BAN_BIAS on placeholder tokens, whose mass is ~0); with them on it is of the truncated
+# distribution, higher by -log(kept mass). The learner's ratios never use these values (it
+# recomputes old-policy log-probs itself); the KL reward penalty does.
+LOGPROBS_MODE = "processed_logprobs"
 BAN_BIAS = -100.0  # the lowest logit bias vLLM accepts: placeholder tokens are never sampled
 _DTYPES = {"auto": "bfloat16", "float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
@@ -232,10 +238,10 @@ def request_seed(seed: int | None, prompt_index: int, n: int) -> int | None:
 def sampling_kwargs(
     params: SamplingParams, stop_ids: Sequence[int], banned: Sequence[int], seed: int | None
 ) -> dict[str, Any]:
-    """vLLM `SamplingParams(**kwargs)` for our params: sampled token's raw log-prob, our stop tokens."""
+    """vLLM `SamplingParams(**kwargs)` for our params: the sampled token's log-prob (`LOGPROBS_MODE`), our stops."""
     return {
         "n": params.n,
-        "temperature": 0.0 if params.greedy else params.temperature,
+        "temperature": params.sampling_temperature,
         "top_p": params.top_p,
         "top_k": 0 if params.top_k == -1 else params.top_k,  # vLLM: 0 = all tokens
         "max_tokens": params.max_tokens,

@@ -4,7 +4,8 @@ One layout everywhere: prompts left-padded to a common length, responses (when g
 padded after them. Positions are computed explicitly (`rope_positions`) rather than left to the
 model's internal cache of rope deltas, so the rollout engine and a teacher-forced forward give the
 same positions for the same tokens. `response_logprobs` is that teacher-forced forward: per-token
-log-probabilities of given responses under the model (raw logits, temperature 1).
+log-probabilities of given responses under the model's sampling distribution at temperature T,
+`log_softmax(logits / T)` over the whole vocabulary (no top-k/top-p; see `temper`).
 """
 
 from __future__ import annotations
@@ -114,6 +115,19 @@ def decode_positions(n_valid: torch.Tensor, deltas: torch.Tensor) -> torch.Tenso
     return torch.cat([text, mrope])
 
 
+def temper(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """`logits / T`: the logits of the distribution responses sampled at `temperature` are drawn from.
+
+    `temperature` 0 (greedy decoding, which draws from no distribution) scores at T = 1; at T = 1
+    `logits` are returned as they are, otherwise divided in float32.
+    """
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if temperature in (0.0, 1.0):
+        return logits
+    return logits.float() / temperature
+
+
 def gather_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """log softmax(logits)[tokens] in float32, without materialising the full log-softmax twice."""
     logits = logits.float()
@@ -121,11 +135,17 @@ def gather_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
 
 
 def response_logits(
-    model: Any, prompts: Sequence[Prompt], responses: Sequence[Sequence[int] | torch.Tensor], pad_id: int
+    model: Any,
+    prompts: Sequence[Prompt],
+    responses: Sequence[Sequence[int] | torch.Tensor],
+    pad_id: int,
+    *,
+    temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Teacher-forced logits `(B, R, V)` predicting each response token, the targets `(B, R)` and mask `(B, R)`.
 
-    Only the response logits are computed (`logits_to_keep`). Gradients flow when enabled.
+    The logits are tempered (`temper(logits, temperature)`, `temperature` being the one the responses
+    were sampled at). Only the response logits are computed (`logits_to_keep`). Gradients flow when enabled.
     """
     device = next(model.parameters()).device
     batch = collate(prompts, pad_id, model.config, responses).to(device)
@@ -136,12 +156,17 @@ def response_logits(
         return torch.zeros(len(prompts), 0, model.config.get_text_config().vocab_size, device=device), targets, mask
     positions, _ = rope_positions(model, batch)
     out = model(**batch.model_inputs(model.dtype), position_ids=positions, logits_to_keep=width_r + 1, use_cache=False)
-    return out.logits[:, :-1], targets, mask
+    return temper(out.logits[:, :-1], temperature), targets, mask
 
 
 def response_logprobs(
-    model: Any, prompts: Sequence[Prompt], responses: Sequence[Sequence[int] | torch.Tensor], pad_id: int
+    model: Any,
+    prompts: Sequence[Prompt],
+    responses: Sequence[Sequence[int] | torch.Tensor],
+    pad_id: int,
+    *,
+    temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Teacher-forced log-probs `(B, R)` (float32) of each response token given its prompt, and the mask."""
-    logits, targets, mask = response_logits(model, prompts, responses, pad_id)
+    """Teacher-forced log-probs `(B, R)` (float32) of each response token at `temperature`, and the mask."""
+    logits, targets, mask = response_logits(model, prompts, responses, pad_id, temperature=temperature)
     return gather_logprobs(logits, targets).masked_fill(~mask, 0.0), mask

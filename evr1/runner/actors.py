@@ -135,8 +135,9 @@ class LearnerWorker:
         _threads(exp)
         self.processor = load_processor(exp.model)
         self.learner = Learner.from_spec(
-            exp.model, exp.algo, exp.optim, exp.trainer, rank=rank, world_size=world_size, address=address
-        )
+            exp.model, exp.algo, exp.optim, exp.trainer,
+            temperature=exp.rollout.temperature, rank=rank, world_size=world_size, address=address,
+        )  # fmt: skip
         self.prompter = _prompter(exp, self.processor, root)
 
     def update(self, items: Sequence[TrainItem]) -> dict[str, float]:
@@ -159,14 +160,14 @@ class LearnerWorker:
 
 
 class ReferenceWorker:
-    """The frozen initial policy: reference log-probs for the KL term or penalty."""
+    """The frozen initial policy: reference log-probs (at the rollout temperature) for the KL term or penalty."""
 
     def __init__(self, exp: Experiment, root: Path) -> None:
         from evr1.models import load_processor
         from evr1.runner.learner import LogprobModel
 
         _threads(exp)
-        self.model = LogprobModel.from_spec(exp.model, exp.trainer)
+        self.model = LogprobModel.from_spec(exp.model, exp.trainer, temperature=exp.rollout.temperature)
         self.prompter = _prompter(exp, load_processor(exp.model), root)
 
     def logprobs(self, items: Sequence[TrainItem]) -> list[Any]:

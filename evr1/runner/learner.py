@@ -1,7 +1,11 @@
 """The learner: teacher-forced log-probs and policy-gradient updates on `Sample`s (pure torch, no Ray).
 
 `LogprobModel` scores responses under a model in token-budget micro-batches (old-policy and
-reference log-probs). `Learner` adds the update of one training step:
+reference log-probs). Every log-prob, entropy and ratio is of the sampling distribution at the
+rollout temperature T (`RolloutSpec.temperature`, passed in as `temperature`):
+`log_softmax(logits / T)` over the whole vocabulary, without top-k/top-p (T = 0, greedy: T = 1; see
+`evr1.models.forward.temper`); so is the entropy (metric and bonus). Offline rows' behaviour
+log-probs must be of the same tempered distribution. `Learner` adds the update of one step:
 
 1. old-policy log-probs of the online rows under the weights at the start of the step (offline
    rows are trained against their behaviour log-probs, see `evr1.algos.offpolicy`);
@@ -12,8 +16,10 @@ reference log-probs). `Learner` adds the update of one training step:
    otherwise gradients are summed over workers in one flat all-reduce, clipped by their global
    norm (a non-finite norm also skips), and AdamW steps; the schedule advances either way.
 
-Data parallel: each of W workers calls `update` on its own shard, any size and modality. Every
-worker runs the same collectives in the same order whatever its data, so none waits forever.
+Data parallel: each of W workers calls `update` on its own shard, any size and modality (FSDP:
+see `distributed.shard_model`). Every worker runs the same collectives in the same order whatever
+its data, so none waits forever. The metrics are those of the global batch, as one worker would
+log them (`learner_stats`).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from evr1.models.forward import gather_logprobs, response_logits
 from evr1.registry import POLICY_LOSSES
 from evr1.runner import checkpoint, distributed
 from evr1.runner.batching import Sample, micro_batches, mini_batches, stack_rows
-from evr1.runner.learner_stats import StepStats, merge_steps
+from evr1.runner.learner_stats import StepStats, Weights, merge_steps
 from evr1.runner.optim import build_optimizer
 from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
 
@@ -71,29 +77,45 @@ class LogprobModel:
     """Teacher-forced log-probs of responses under `model`, in micro-batches of `micro_batch_tokens`.
 
     Used for the old policy (by the `Learner`) and as a reference model (`from_spec`, frozen).
-    `autocast`: the compute dtype (e.g. bfloat16 on a GPU), None for the parameters' dtype.
+    `temperature`: the one the responses were sampled at (`RolloutSpec.temperature`); log-probs are
+    of `log_softmax(logits / temperature)`. `autocast`: the compute dtype (e.g. bfloat16 on a GPU),
+    None for the parameters' dtype.
     """
 
     def __init__(
-        self, model: Any, *, micro_batch_tokens: int, pad_id: int | None = None, autocast: torch.dtype | None = None
+        self,
+        model: Any,
+        *,
+        micro_batch_tokens: int,
+        temperature: float = 1.0,
+        pad_id: int | None = None,
+        autocast: torch.dtype | None = None,
     ) -> None:
+        if temperature < 0:
+            raise ConfigError(f"the sampling temperature must be >= 0, got {temperature}")
         self.model = model
         self.micro_batch_tokens = micro_batch_tokens
+        self.temperature = temperature
         self.pad_id = _pad_id(model) if pad_id is None else pad_id
         self.autocast = autocast
         self.distributed_passes = False  # FSDP: every worker must run the same number of forward passes
 
     @classmethod
     def from_spec(
-        cls, spec: ModelSpec, trainer: TrainerSpec, *, device: str | torch.device | None = None
+        cls,
+        spec: ModelSpec,
+        trainer: TrainerSpec,
+        *,
+        temperature: float = 1.0,
+        device: str | torch.device | None = None,
     ) -> LogprobModel:
-        """A frozen model (e.g. the KL reference) loaded from `spec`, in `spec`'s dtype."""
+        """A frozen model (e.g. the KL reference) loaded from `spec`, in `spec`'s dtype, scoring at `temperature`."""
         from evr1.models.loading import load_model
 
         device = torch.device(device) if device is not None else default_device()
         model = load_model(spec, device=device)
         model.requires_grad_(False)
-        return cls(model, micro_batch_tokens=trainer.micro_batch_tokens)
+        return cls(model, micro_batch_tokens=trainer.micro_batch_tokens, temperature=temperature)
 
     @property
     def device(self) -> torch.device:
@@ -107,7 +129,8 @@ class LogprobModel:
     def _logits(self, samples: Sequence[Sample]) -> tuple[Tensor, Tensor, Tensor]:
         prompts = [s.prompt for s in samples]
         with self._autocast():
-            return response_logits(self.model, prompts, [s.response_ids for s in samples], self.pad_id)
+            responses = [s.response_ids for s in samples]
+            return response_logits(self.model, prompts, responses, self.pad_id, temperature=self.temperature)
 
     def _pass_count(self, count: int) -> int:
         """Forward passes this worker runs: its own count, or the largest over workers under FSDP."""
@@ -148,6 +171,12 @@ class _Rows:
     offline: Tensor
     mask: Tensor
 
+    def weights(self) -> Weights:
+        """The tokens this micro-batch's metrics are means over (see `learner_stats`)."""
+        offline = self.offline[:, None] & self.mask
+        known = 0 if self.behaviour is None else int((offline & torch.isfinite(self.behaviour)).sum())
+        return Weights(int(self.mask.sum()), int((self.mask & ~offline).sum()), known)
+
 
 class Learner(LogprobModel):
     """Policy-gradient updates of a Qwen-VL model (see the module docstring for one step's recipe)."""
@@ -159,11 +188,18 @@ class Learner(LogprobModel):
         algo: AlgoSpec,
         optim: OptimSpec,
         trainer: TrainerSpec,
+        temperature: float = 1.0,
         pad_id: int | None = None,
         autocast: torch.dtype | None = None,
         sharded: bool = False,
     ) -> None:
-        super().__init__(model, micro_batch_tokens=trainer.micro_batch_tokens, pad_id=pad_id, autocast=autocast)
+        super().__init__(
+            model,
+            micro_batch_tokens=trainer.micro_batch_tokens,
+            temperature=temperature,
+            pad_id=pad_id,
+            autocast=autocast,
+        )
         self.algo, self.optim_spec, self.trainer = algo, optim, trainer
         self.world_size = distributed.world_size()
         self.rank = torch.distributed.get_rank() if self.world_size > 1 else 0
@@ -185,6 +221,7 @@ class Learner(LogprobModel):
         optim: OptimSpec,
         trainer: TrainerSpec,
         *,
+        temperature: float = 1.0,
         rank: int = 0,
         world_size: int = 1,
         address: str | None = None,
@@ -192,6 +229,8 @@ class Learner(LogprobModel):
         fsdp: bool = False,
     ) -> Learner:
         """Load the model of `spec` in float32 (autocast per `spec.dtype`), joining a group of `world_size` workers.
+
+        `temperature`: the rollout's (`RolloutSpec.temperature`), at which every log-prob is taken.
 
         With `world_size > 1` the default process group is initialised at `address` unless it
         already is. `fsdp` shards the model with FSDP2 (CUDA only).
@@ -214,7 +253,9 @@ class Learner(LogprobModel):
                 raise ConfigError("FSDP sharding needs CUDA; on CPU the learner replicates the model (gloo)")
             model = distributed.shard_model(model, param_dtype=dtype)
             dtype = None  # FSDP casts parameters itself
-        return cls(model, algo=algo, optim=optim, trainer=trainer, autocast=dtype, sharded=fsdp)
+        return cls(
+            model, algo=algo, optim=optim, trainer=trainer, temperature=temperature, autocast=dtype, sharded=fsdp
+        )
 
     # -- one training step ----------------------------------------------------------------
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
@@ -316,7 +357,7 @@ class Learner(LogprobModel):
             if dummy:
                 loss = loss * 0.0
             elif bool(torch.isfinite(loss)):
-                stats.add(loss, metrics, int(part.mask.sum()))
+                stats.add(loss, metrics, part.weights(), normaliser.world_size)
             else:
                 stats.finite = False
                 if not self.sharded:  # FSDP runs every backward; the step's gradients are dropped anyway

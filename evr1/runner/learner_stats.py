@@ -1,10 +1,15 @@
 """Metrics of the learner's optimizer steps, combined over micro-batches, workers and steps.
 
-The loss functions report this micro-batch's share of the global loss (`loss`, `pg_loss`:
-summed) and means over its valid tokens (weighted by its token count when combined), plus
-`ratio_min`/`ratio_max` (min/max). A step's stats are gathered from every worker, merged, then
-the steps of one `update` are combined: means, except `skipped_steps` (summed), `lr` (the last
-step's), ratio extremes (min/max); non-finite values (a skipped step's) are left out of means.
+The loss functions report this micro-batch's share of the global loss (`loss`, `pg_loss`, ...:
+summed), means over some of its tokens, and `ratio_min`/`ratio_max` (min/max). Under FSDP each
+share carries the normaliser's factor W (`Normaliser.world_size`, which undoes FSDP's gradient
+average), so `add` divides it out: summed over workers, the shares are the global loss, as one
+worker would log it for the whole batch. Means are weighted by the tokens they are over (`Weights`)
+and extremes are taken only where those tokens exist, so a micro-batch without online tokens
+neither dilutes the online drift metrics nor adds its placeholder ratio 1 to the extremes.
+A step's stats are gathered from every worker, merged, then the steps of one `update` are
+combined: means, except `skipped_steps` (summed), `lr` (the last step's), ratio extremes
+(min/max); non-finite values (a skipped step's) are left out of means.
 """
 
 from __future__ import annotations
@@ -17,6 +22,26 @@ from torch import Tensor
 
 SUMMED = frozenset({"loss", "pg_loss", "pg_loss_offline", "pg_loss_online"})
 EXTREMES = {"ratio_min": min, "ratio_max": max, "offline/ratio_min": min, "offline/ratio_max": max}
+# drift metrics over the tokens of online rows (`evr1.algos.objective`); `offline/*` ones are over
+# offline tokens with a known behaviour log-prob; every other mean is over all valid tokens
+ONLINE_RATIO = frozenset(
+    {"clip_frac_low", "clip_frac_high", "clip_frac_dual", "approx_kl", "ratio_mean", "ratio_min", "ratio_max"}
+)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """A micro-batch's token counts: valid tokens, online tokens, offline tokens with known behaviour."""
+
+    tokens: int
+    online: int
+    offline_known: int
+
+    def of(self, name: str) -> int:
+        """How many tokens the metric `name` is a mean (or extreme) over."""
+        if name.startswith("offline/"):
+            return self.offline_known
+        return self.online if name in ONLINE_RATIO else self.tokens
 
 
 @dataclass
@@ -28,13 +53,18 @@ class StepStats:
     weighted: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (sum of value*w, sum of w)
     extremes: dict[str, float] = field(default_factory=dict)
 
-    def add(self, loss: Tensor, metrics: Mapping[str, Tensor], tokens: int) -> None:
-        """Record one micro-batch: its loss share and metrics, and how many valid tokens it had."""
+    def add(self, loss: Tensor, metrics: Mapping[str, Tensor], weights: Weights, world_size: int = 1) -> None:
+        """Record one micro-batch: its loss share and metrics, the tokens they are over, and the
+        normaliser's `world_size` factor carried by its loss shares."""
         values = {"loss": float(loss.detach()), **{k: float(v) for k, v in metrics.items()}}
         for name, value in values.items():
             if name in SUMMED:
-                self.sums[name] = self.sums.get(name, 0.0) + value
-            elif name in EXTREMES:
+                self.sums[name] = self.sums.get(name, 0.0) + value / world_size
+                continue
+            tokens = weights.of(name)
+            if tokens == 0:
+                continue
+            if name in EXTREMES:
                 self.extremes[name] = EXTREMES[name](self.extremes.get(name, value), value)
             else:
                 total, weight = self.weighted.get(name, (0.0, 0.0))

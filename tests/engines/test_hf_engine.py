@@ -22,9 +22,9 @@ def prompts(processor, fam):
     return video_prompts(processor, fam, QUESTIONS)
 
 
-def _teacher_forced(engine: HFEngine, prompts, results) -> list[torch.Tensor]:
+def _teacher_forced(engine: HFEngine, prompts, results, temperature: float = 1.0) -> list[torch.Tensor]:
     logprobs, _ = response_logprobs(engine.model, [prompts[r.prompt_index] for r in results],
-                                    [r.token_ids for r in results], engine.pad_id)
+                                    [r.token_ids for r in results], engine.pad_id, temperature=temperature)
     return [logprobs[i, : len(r)] for i, r in enumerate(results)]
 
 
@@ -69,19 +69,25 @@ def test_global_seed_governs_unseeded_sampling(engine, prompts) -> None:
 
 
 @pytest.mark.parametrize(
-    "params",
+    ("params", "temperature"),
     [
-        SamplingParams(n=3, max_tokens=8, seed=1),
-        SamplingParams(n=2, max_tokens=8, seed=2, temperature=0.7, top_k=20, top_p=0.9),
-        SamplingParams(greedy=True, max_tokens=8),
+        (SamplingParams(n=3, max_tokens=8, seed=1), 1.0),
+        (SamplingParams(n=2, max_tokens=8, seed=2, temperature=0.5), 0.5),
+        (SamplingParams(n=2, max_tokens=8, seed=2, temperature=0.7, top_k=20, top_p=0.9), 0.7),
+        (SamplingParams(greedy=True, max_tokens=8), 1.0),
+        (SamplingParams(greedy=True, temperature=0.7, max_tokens=8), 1.0),  # greedy draws from no distribution
+        (SamplingParams(temperature=0.0, max_tokens=8), 1.0),
     ],
-    ids=["t1", "t0.7-topk-topp", "greedy"],
+    ids=["t1", "t0.5", "t0.7-topk-topp", "greedy", "greedy-t0.7", "t0"],
 )
-def test_logprobs_equal_teacher_forced_raw_policy(engine, prompts, params) -> None:
-    """Engine log-probs are log softmax of the raw logits (temperature 1, no filtering)."""
+def test_logprobs_equal_teacher_forced_tempered_policy(engine, prompts, params, temperature) -> None:
+    """Engine log-probs are log softmax(logits / T) over the whole vocabulary (top-k/top-p do not renormalise)."""
     results = engine.generate(prompts, params)
-    for result, expected in zip(results, _teacher_forced(engine, prompts, results)):
+    for result, expected in zip(results, _teacher_forced(engine, prompts, results, temperature)):
         assert torch.allclose(result.logprobs, expected, atol=1e-4), (result.logprobs, expected)
+    if temperature != 1.0:  # the peaked policy makes the temperature visible
+        raw = _teacher_forced(engine, prompts, results)
+        assert max(float((r.logprobs - e).abs().max()) for r, e in zip(results, raw)) > 0.1
 
 
 def test_greedy_takes_the_argmax(engine, prompts) -> None:

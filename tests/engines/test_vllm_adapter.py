@@ -258,7 +258,7 @@ def test_engine_kwargs() -> None:
     kwargs = engine_kwargs("/m", ModelSpec(name="/m"), rollout, seed=3)
     assert kwargs == {
         "model": "/m", "dtype": "bfloat16", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.8,
-        "enforce_eager": True, "enable_sleep_mode": False, "max_model_len": 1024, "logprobs_mode": "raw_logprobs", "seed": 3,
+        "enforce_eager": True, "enable_sleep_mode": False, "max_model_len": 1024, "logprobs_mode": "processed_logprobs", "seed": 3,
     }
     assert engine_kwargs("/m", ModelSpec(dtype="float32"), RolloutSpec())["enable_sleep_mode"] is True
     with pytest.raises(ConfigError, match="no vLLM equivalent"):

@@ -3,8 +3,9 @@
 The model is larger than the CPU tiny models (head_dim 64, which vLLM's attention kernels take).
 vLLM starts from the saved random init, then receives an HF copy whose output layer is sharpened
 (so log-probs depend visibly on the input): its rollouts come in prompt-major order, n per prompt,
-with raw log-probs equal to the sharpened model's teacher-forced ones (bf16 tolerance), which
-holds only if the weight sync reached every layer vLLM uses.
+with log-probs equal to the sharpened model's teacher-forced ones at the sampling temperature
+(`logprobs_mode="processed_logprobs"`, bf16 tolerance), which holds only if the weight sync reached
+every layer vLLM uses.
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ def test_vllm_rollouts_and_weight_sync(tmp_path) -> None:
     engine.sync_from(model)
     assert engine.version == 1
 
-    results = engine.generate(prompts, SamplingParams(n=3, max_tokens=8, seed=0))
-    assert [(r.prompt_index, r.sample_index) for r in results] == [(i, j) for i in range(2) for j in range(3)]
     pad = processor.tokenizer.pad_token_id
-    expected, _ = response_logprobs(model, [prompts[r.prompt_index] for r in results], [r.token_ids for r in results], pad)
-    for i, r in enumerate(results):
-        assert r.finish_reason in ("stop", "length") and len(r) <= 8
-        assert torch.allclose(r.logprobs, expected[i, : len(r)].float().cpu(), atol=0.1)
+    for temperature in (1.0, 0.5):
+        results = engine.generate(prompts, SamplingParams(n=3, temperature=temperature, max_tokens=8, seed=0))
+        assert [(r.prompt_index, r.sample_index) for r in results] == [(i, j) for i in range(2) for j in range(3)]
+        expected, _ = response_logprobs(model, [prompts[r.prompt_index] for r in results], [r.token_ids for r in results],
+                                        pad, temperature=temperature)
+        for i, r in enumerate(results):
+            assert r.finish_reason in ("stop", "length") and len(r) <= 8
+            assert torch.allclose(r.logprobs, expected[i, : len(r)].float().cpu(), atol=0.1), temperature

@@ -142,12 +142,14 @@ def dp_worker(rank: int, world_size: int, address: str, cache_dir: str, out_dir:
         distributed.destroy_process_group()
 
 
-def run_workers(world_size: int, address: str, cache_dir: str, out_dir: str, timeout_s: float) -> None:
-    """Spawn `world_size` workers; fail (killing them) if they do not all finish within `timeout_s`."""
+def run_workers(
+    world_size: int, address: str, cache_dir: str, out_dir: str, timeout_s: float, worker: Any = dp_worker
+) -> None:
+    """Spawn `world_size` `worker`s; fail (killing them) if they do not all finish within `timeout_s`."""
     import torch.multiprocessing as mp
 
     context = mp.start_processes(
-        dp_worker, args=(world_size, address, cache_dir, out_dir), nprocs=world_size, join=False, start_method="spawn"
+        worker, args=(world_size, address, cache_dir, out_dir), nprocs=world_size, join=False, start_method="spawn"
     )
     deadline = time.monotonic() + timeout_s
     try:

@@ -46,7 +46,8 @@ def test_two_workers_match_one_worker_on_the_whole_batch(scenario, two_workers, 
     results = [torch.load(two_workers / f"{scenario}-{rank}.pt", weights_only=True) for rank in (0, 1)]
     for result in results:
         metrics = result["metrics"]
-        for key in ("loss", "pg_loss", "entropy", "grad_norm", "samples", "tokens", "optimizer_steps"):
+        assert metrics.keys() == expected.keys()
+        for key in expected.keys() - {"update_s", "tokens_per_s"}:  # every metric but timings, per-token ones included
             assert metrics[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-6), key
         for name, value in result["params"].items():
             assert torch.allclose(value, want[name], atol=STEP_ATOL), name

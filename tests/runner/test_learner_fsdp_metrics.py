@@ -1,0 +1,91 @@
+"""Two FSDP2-sharded CPU learner workers (gloo) log the metrics one worker logs for the whole batch.
+
+Under FSDP each worker's loss share carries the normaliser's factor W (it undoes FSDP's gradient
+average); the logged loss must not: summed over workers it is the global loss, not W times it.
+Per-token means (entropy, clip fractions, ratios, approx KL) and extremes must not depend on how
+the batch was split over workers and micro-batches either. Every sample has a video: FSDP2
+reduce-scatters only parameters that got a gradient, so shards of mixed modality cannot be
+sharded (see `distributed.shard_model`); the replicated path covers those
+(`test_learner_distributed`).
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+import pytest
+import torch
+
+from evr1.models import load_model, load_processor
+from evr1.models.testing import tiny_spec
+from evr1.runner import distributed
+from evr1.runner.distributed import free_port
+from evr1.runner.learner import Learner
+from evr1.specs import AlgoSpec, OptimSpec, TrainerSpec
+
+from .learner_fixtures import (  # noqa: F401
+    FAMILY,
+    TRAINER,
+    learner_for,
+    lprocessor_fixture,
+    lspec_fixture,
+    make_samples,
+    run_workers,
+)
+
+LR = 1e-3
+# name: (kinds, worker 0's indices, offline rows); two mini-batches (groups of 2, by group id parity)
+SCENARIOS = {
+    "offline_rows": ("vvvvvv", [0, 1, 2], (3, 5)),
+    "uneven": ("vvvvv", [0], ()),  # worker 0 has no sample in the second mini-batch: it joins with a dummy pass
+}
+TIMING = {"update_s", "tokens_per_s"}
+TIMEOUT_S = 240
+
+
+def fsdp_worker(rank: int, world_size: int, address: str, cache_dir: str, out_dir: str) -> None:
+    """One sharded worker: every scenario's update on its shard; metrics saved per scenario."""
+    torch.set_num_threads(1)
+    out = Path(out_dir)
+    try:
+        distributed.init_process_group(rank, world_size, address, backend="gloo", timeout_s=90)
+        spec = tiny_spec(FAMILY, cache_dir)
+        processor = load_processor(spec)
+        for name, (_, first, _) in SCENARIOS.items():
+            model = distributed.shard_model(load_model(spec, dtype=torch.float32))
+            learner = Learner(
+                model, algo=AlgoSpec(), optim=OptimSpec(lr=LR, grad_clip=1.0),
+                trainer=TrainerSpec(**{"micro_batch_tokens": 4096, **TRAINER}), sharded=True,
+            )  # fmt: skip
+            mine = [s for i, s in enumerate(_samples(processor, name)) if (i in first) == (rank == 0)]
+            metrics = learner.update(mine)
+            torch.save({"metrics": metrics}, out / f"{name}-{rank}.pt")
+    except BaseException:
+        (out / f"error-{rank}.txt").write_text(traceback.format_exc())
+        raise
+    finally:
+        distributed.destroy_process_group()
+
+
+def _samples(processor, name: str) -> list:
+    kinds, _, offline = SCENARIOS[name]
+    return make_samples(processor, kinds, seed=5, offline=offline)
+
+
+@pytest.fixture(scope="module")
+def two_sharded_workers(lspec, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("fsdp")
+    run_workers(2, f"127.0.0.1:{free_port()}", lspec.cache_dir, str(out), TIMEOUT_S, worker=fsdp_worker)
+    return out
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_sharded_workers_log_the_single_worker_metrics(scenario, two_sharded_workers, lspec, lprocessor) -> None:
+    expected = learner_for(lspec, lr=LR, **TRAINER).update(_samples(lprocessor, scenario))
+    assert {"loss", "pg_loss", "entropy", "clip_frac_high", "ratio_mean", "approx_kl"} <= expected.keys()
+    for rank in (0, 1):
+        metrics = torch.load(two_sharded_workers / f"{scenario}-{rank}.pt", weights_only=True)["metrics"]
+        assert metrics.keys() == expected.keys()
+        for key in expected.keys() - TIMING:
+            assert metrics[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-6), key

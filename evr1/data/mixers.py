@@ -4,7 +4,8 @@ An offline trajectory is tokenised exactly as the policy would have produced it 
 text, then the end-of-turn token), truncated to the response budget, and flagged `offline` so
 the loss treats it as off-policy data: its behaviour log-probs are the given ones (the record's
 `offline_logprobs`, or a curated file's `logprobs`) when known, else NaN, never the current
-policy's.
+policy's. Given log-probs must be of the distribution the learner scores: `log_softmax(logits / T)`
+at the run's `rollout.temperature`, without top-k/top-p.
 
 Offline responses come from the records' `offline_response`, or from `MixerSpec.file`, a JSONL
 of curated responses, several per record id. Three placements of k offline per group of n:

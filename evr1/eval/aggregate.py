@@ -40,11 +40,20 @@ def _pct(values: Iterable[float]) -> float:
     return 100.0 * sum(values) / len(values) if values else 0.0
 
 
+def meta_labels(row: Row, key: str) -> list[str]:
+    """A row's labels for `key`: each item of a list value (LVBench's several question types), else `meta_value`."""
+    value = (row.get("meta") or {}).get(key)
+    if isinstance(value, (list, tuple)) and value:
+        return [str(v) for v in value]
+    return [meta_value(row, key)]
+
+
 def groups(rows: Sequence[Row], key: str) -> dict[str, list[Row]]:
-    """Rows by meta value of `key`, in sorted label order."""
+    """Rows by meta value of `key`, in sorted label order; a row with a list value is in the group of each label."""
     out: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
-        out[meta_value(row, key)].append(row)
+        for label in meta_labels(row, key):
+            out[label].append(row)
     return dict(sorted(out.items()))
 
 
@@ -132,15 +141,24 @@ def spatio_temporal(*keys: str) -> Aggregator:
 
 
 def videomath(*keys: str) -> Aggregator:
-    """VideoMathQA: MCQ accuracy and MBin (a question counts only when all its binary pairs are right)."""
+    """VideoMathQA: MBin (a question counts only when all its binary pairs are right) and MCQ accuracy.
+
+    Breakdowns are labelled by metric: `<key> (MBin)` over MBin questions (a question takes its first
+    pair's label, as lmms-eval's per-category MBin), `<key> (MCQ)` over MCQ items.
+    """
 
     def aggregate(rows: Sequence[Row]) -> Aggregate:
         mcq = [r for r in rows if meta_value(r, "setting") == "mcq"]
         mbin = [r for r in rows if meta_value(r, "setting") == "mbin"]
-        questions = list(groups(mbin, "question_id").items())
-        mbin_score = _pct(1.0 if all(r["score"] >= 1.0 for r in members) else 0.0 for _, members in questions)
+        questions = [
+            {"score": 1.0 if all(r["score"] >= 1.0 for r in members) else 0.0, "meta": members[0].get("meta") or {}}
+            for members in groups(mbin, "question_id").values()
+        ]
+        mbin_score = _pct(q["score"] for q in questions)
         metrics = {"MBin": mbin_score, "MCQ": _pct(r["score"] for r in mcq), "mbin_questions": float(len(questions))}
-        return Aggregate(mbin_score if mbin else metrics["MCQ"], metrics, _breakdowns(mcq or rows, keys))
+        tables = {f"{key} (MBin)": table for key, table in _breakdowns(questions, keys).items()}
+        tables.update({f"{key} (MCQ)": table for key, table in _breakdowns(mcq, keys).items()})
+        return Aggregate(mbin_score if mbin else metrics["MCQ"], metrics, tables)
 
     return aggregate
 
@@ -176,9 +194,16 @@ def logic_chain(right: Sequence[bool], structure: Any) -> int:
     return chain
 
 
+def _question_order(row: Row) -> tuple[int, str]:
+    """Video-MME-v2 question order in its group: the number after the last "-" of `question_id` ("001-3" -> 3)."""
+    qid = str((row.get("meta") or {}).get("question_id", row.get("id")))
+    suffix = qid.rsplit("-", 1)[-1]
+    return (int(suffix), qid) if suffix.isdigit() else (0, qid)
+
+
 def group_score(members: Sequence[Row]) -> float:
     """The non-linear score of one Video-MME-v2 question group (four questions about one video)."""
-    ordered = sorted(members, key=lambda r: str((r.get("meta") or {}).get("question_id", r.get("id"))))
+    ordered = sorted(members, key=_question_order)
     right = [r["score"] >= 1.0 for r in ordered]
     if meta_value(ordered[0], "group_type") == "logic":
         structure = (ordered[0].get("meta") or {}).get("group_structure")
@@ -188,18 +213,32 @@ def group_score(members: Sequence[Row]) -> float:
     return _RELEVANCE[min(sum(right), 4)]
 
 
+GROUP_KEYS = ("group_type", "level", "second_head", "third_head")
+
+
 def grouped_nonlinear(group_key: str = "group_id") -> Aggregator:
-    """Video-MME-v2: mean over question groups of the group's non-linear score, and plain accuracy."""
+    """Video-MME-v2: mean over question groups of the group's non-linear score, and plain accuracy.
+
+    Breakdowns (by `GROUP_KEYS`: the official `level_N`, `second_head`, `third_head`) are group scores over
+    groups (n = groups); a group takes the labels of its last question, as the official `get_final_rating`.
+    `relevance_linear_score` is the official linear counterpart (right answers / 4) over relevance groups.
+    """
 
     def aggregate(rows: Sequence[Row]) -> Aggregate:
         by_group = groups(rows, group_key)
-        scores = {g: group_score(members) for g, members in by_group.items()}
-        overall = _pct(scores.values())
+        scored = [
+            {"score": group_score(members), "right": sum(r["score"] >= 1.0 for r in members) / 4,
+             "meta": (max(members, key=_question_order).get("meta") or {})}
+            for members in by_group.values()
+        ]
+        overall = _pct(g["score"] for g in scored)
         metrics = {"group_score": overall, "accuracy": _pct(r["score"] for r in rows)}
         for kind in ("relevance", "logic"):
-            chosen = [s for g, s in scores.items() if meta_value(by_group[g][0], "group_type") == kind]
+            chosen = [g for g in scored if meta_value(g, "group_type") == kind]
             if chosen:
-                metrics[f"{kind}_score"] = _pct(chosen)
-        return Aggregate(overall, metrics, _breakdowns(rows, ("group_type", "level")))
+                metrics[f"{kind}_score"] = _pct(g["score"] for g in chosen)
+            if chosen and kind == "relevance":
+                metrics["relevance_linear_score"] = _pct(g["right"] for g in chosen)
+        return Aggregate(overall, metrics, _breakdowns(scored, GROUP_KEYS))
 
     return aggregate

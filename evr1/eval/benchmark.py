@@ -5,6 +5,12 @@ under `<data_root>/<folder>/<media_dir>/`. Annotation rows in the benchmark's of
 through its importer; rows in the EasyVideoR1 format (`problem`, `problem_type`, `solution`/
 `answer`, `path`/`videos`, ...) go through `evr1.data.importers` with media paths relative to
 `<folder>`. Either way every record id is `<benchmark>/<source id>`.
+
+The official aggregation of some benchmarks groups records by meta fields (MVBench by `task`, VideoMathQA
+by `setting` and `question_id`, ...): each declares them (`meta_fields`), and a record without one is an
+error naming the file, the record and the field, never a silently different headline. EasyVideoR1 rows
+carry some of them under other names (`original_question_type`, `ovo_task`, ...): `easyvideor1_meta`
+maps those.
 """
 
 from __future__ import annotations
@@ -47,6 +53,21 @@ class RowContext:
 
 
 Importer = Callable[[Mapping[str, Any], RowContext], list[dict[str, Any]]]
+MetaMap = Callable[[Mapping[str, Any]], dict[str, Any]]  # an EasyVideoR1 record's meta -> canonical meta fields
+
+
+def renamed(**sources: str) -> MetaMap:
+    """A MetaMap giving each canonical field (keyword) the value of its EasyVideoR1 field, where that is set."""
+
+    def meta(row: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: row[source] for name, source in sources.items() if row.get(source) not in (None, "")}
+
+    return meta
+
+
+def no_meta(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The MetaMap of a benchmark whose EasyVideoR1 rows need no renames."""
+    return {}
 
 
 def is_easyvideor1(row: Mapping[str, Any]) -> bool:
@@ -80,6 +101,8 @@ class Benchmark:
     routes: Mapping[ProblemType, str] = field(default_factory=dict)  # scorer overrides (e.g. the judge)
     lmms_task: str | None = None  # lmms-eval 0.7.3's own task, where it has one
     summary: str = ""
+    meta_fields: tuple[str, ...] = ()  # meta every record needs: the official aggregation groups by them
+    easyvideor1_meta: MetaMap = no_meta  # canonical meta fields from an EasyVideoR1 row's fields (renames)
 
     @property
     def needs_judge(self) -> bool:
@@ -121,7 +144,10 @@ class Benchmark:
             raise RecordError(ctx.file, ctx.line, None, f"expected a JSON object, got {type(row).__name__}")
         if is_easyvideor1(row):
             result = import_one(dict(row), ctx.file, ctx.line, media_prefix=self.folder)
-            results = [result if isinstance(result, list) else result.model_copy(update={"id": f"{self.name}/{result.id}"})]
+            if not isinstance(result, list):
+                meta = {**self.easyvideor1_meta(result.meta), **result.meta}
+                result = result.model_copy(update={"id": f"{self.name}/{result.id}", "meta": meta})
+            results = [result]
         else:
             try:
                 converted = self.importer(row, ctx)
@@ -137,4 +163,13 @@ class Benchmark:
             if isinstance(result, list):
                 first = result[0]
                 raise RecordError(first.file, first.line, first.field, f"{self.name}: {first.message}")
+            self.check_meta(result, ctx)
         return results  # type: ignore[return-value]
+
+    def check_meta(self, record: Record, ctx: RowContext) -> None:
+        """Raise a RecordError naming the file, the record and the field when a `meta_fields` field is unset."""
+        for name in self.meta_fields:
+            if record.meta.get(name) in (None, ""):
+                raise RecordError(ctx.file, ctx.line, name,
+                                  f"{self.title} record {record.id!r} has no meta field {name!r}: the official"
+                                  f" aggregation ({self.metric}) groups by it; add it to the row")

@@ -74,13 +74,20 @@ FIXTURES: dict[str, dict[str, Any]] = {
         {"id": "lvb2", "video_path": "lvb1.mp4", "question": "What next?", "candidates": ["a", "b", "c", "d"],
          "correct_choice": 0, "duration_group": 60, "question_category": "O2E"},
     ]},
-    "mlvu": {
+    "mlvu": {  # the official json/<n>_<task>.json (github.com/JUNJIE99/MLVU data/); videos under video/<n>_<task>/
         "json/1_plotQA.json": [
-            {"video_name": "ml1.mp4", "question": "What is the plot?", "candidates": ["x", "y", "z", "w"], "answer": "y", "task_type": "plotQA"},
-            {"video_name": "ml1.mp4", "question": "Who acts?", "candidates": ["x", "y", "z", "w"], "answer": "w", "task_type": "plotQA"},
+            {"video": "ml1.mp4", "duration": 4, "question": "What is the plot?", "candidates": ["x", "y", "z", "w"], "answer": "y",
+             "question_type": "plotQA"},
+            {"video": "ml1.mp4", "duration": 4, "question": "Who acts?", "candidates": ["x", "y", "z", "w"], "answer": "w",
+             "question_type": "plotQA"},
         ],
         "json/4_count.json": [
-            {"video_name": "ml1.mp4", "question": "How many?", "candidates": ["1", "2", "3", "4", "5", "6"], "answer": "6", "task_type": "count"},
+            {"video": "ml1.mp4", "duration": 4, "question": "How many?", "candidates": ["1", "2", "3", "4", "5", "6"], "answer": "6",
+             "question_type": "count"},
+        ],
+        "json/8_sub_scene.json": [  # open-ended (G-Avg): skipped by the importer
+            {"video": "ml2.mp4", "duration": 4, "question": "Please describe the scene when the square turns.",
+             "answer": "The square turns red.", "question_type": "subPlot", "scoring_points": ["the square turns red"]},
         ],
     },
     "video_holmes": {"test_Video-Holmes.json": [
@@ -185,14 +192,17 @@ FIXTURES: dict[str, dict[str, Any]] = {
         "st2.mp4": {"st_frame": 1, "img_num": 80, "st_time": 0.0, "ed_time": 2.0, "width": 64, "height": 48,
                     "caption": "the woman sits", "bbox": [[0, 0, 32, 24]] * 9},
     }},
-    "ovobench": {"ovo_bench_new.json": [
-        {"id": 1, "task": "EPM", "video": "o1.mp4", "realtime": 3.0, "question": "What did I pick up?", "options": ["cup", "pen"], "gt": 1},
-        {"id": 2, "task": "ASI", "video": "o1.mp4", "realtime": 2.0, "question": "What step?", "options": ["a", "b", "c"], "gt": 0},
-        {"id": 3, "task": "STU", "video": "o1.mp4", "realtime": 4.0, "question": "Where is it?", "options": ["left", "right"], "gt": 0},
-        {"id": 4, "task": "REC", "video": "o1.mp4", "activity": "the square bounces", "question": "",
+    "ovobench": {"ovo_bench_new.json": [  # the shapes of data/ovo_bench_new.json of github.com/JoeLeelyf/OVO-Bench
+        {"id": 1, "task": "EPM", "video": "o1.mp4", "realtime": 3.0, "question": "What did I pick up?", "answer": "pen",
+         "options": ["cup", "pen"], "gt": 1},
+        {"id": 2, "task": "ASI", "video": "o1.mp4", "realtime": 2.0, "question": "What step?", "answer": "a", "options": ["a", "b", "c"], "gt": 0},
+        {"id": 3, "task": "STU", "video": "o1.mp4", "realtime": 4.0, "question": "Where is it?", "answer": "left",
+         "options": ["left", "right"], "gt": 0},
+        {"id": 4, "task": "REC", "video": "o1.mp4", "activity": "bounce the square", "start_times": [1], "end_times": [2],
          "test_info": [{"realtime": 2.0, "count": 1}, {"realtime": 4.0, "count": 2}]},
-        {"id": 5, "task": "SSR", "video": "o1.mp4", "question": "Has the square turned red?",
-         "test_info": [{"realtime": 2.0, "type": 0}, {"realtime": 4.0, "type": 1}]},
+        {"id": 5, "task": "SSR", "video": "o1.mp4", "tutorial": "PaintTheSquare", "all_steps": ["draw the square", "paint it red"],
+         "start_time": [0, 3], "end_time": [2, 4],
+         "test_info": [{"realtime": 2.0, "step": "paint it red", "type": 0}, {"realtime": 4.0, "step": "paint it red", "type": 1}]},
     ]},
     "odvbench": {"odvbench.json": [
         {"id": "d1", "video": "d1.mp4", "question": "Is the light red?", "options": ["A. yes", "B. no", "C. unclear"], "answer": "B",

@@ -1,13 +1,16 @@
 """Importers from each benchmark's official annotation format to evr1 records.
 
 Field names follow the official releases as the lmms-eval 0.7.3 tasks read them (the Hugging Face
-dataset rows, exported to JSON/JSONL where the release is Parquet). Each importer maps one row to
-record dicts (`id` without the benchmark prefix) with canonical meta keys for the aggregation:
-`task`, `category`, `duration`, `format`, `dimension`, `track`, `setting`, `question_id`, ...
+dataset rows, exported to JSON/JSONL where the release is Parquet); where the benchmark's own files
+differ (MLVU `json/`, MMVU `validation.json`, Video-MMMU `data/<track>_video.json`), both shapes are
+read. Each importer maps one row to record dicts (`id` without the benchmark prefix) with canonical
+meta keys for the aggregation: `task`, `category` (a list where a question has several, as LVBench's),
+`duration`, `format`, `dimension`, `track`, `setting`, `question_id`, ...
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
@@ -16,8 +19,11 @@ from typing import Any
 from evr1.data.importers import strip_option_letters
 from evr1.eval.benchmark import RowContext
 
+logger = logging.getLogger("evr1.eval")
+
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_LETTER = re.compile(r"^\s*\(?([A-Z])\s*(?:[.):]|\s|$)")
+# A letter answer: "(A)", "A", "A.", "A)" or "A:", then nothing or the option's text.
+_LETTER_FORM = re.compile(r"\(([A-Z])\)\s*(.*)|([A-Z])(?:[.):]\s*(.*))?", re.DOTALL)
 _EMBEDDED = re.compile(r"^\s*\(?([A-Z])[.)]\s*(.+?)\s*$")
 # TempCompass caption matching: "Caption A: x", "Sentence A: x", "Option 1: x" (its three question templates).
 _LABELLED = re.compile(r"^\s*(?:Caption|Sentence|Option)\s+([A-Z]|[1-9])\s*(?::\s*(.*?))?\s*$")
@@ -36,20 +42,36 @@ def option_list(value: Any) -> list[str]:
     return strip_option_letters([str(o) for o in value])
 
 
+def _normalised(text: str) -> str:
+    """Option text compared loosely: case, inner spaces and trailing punctuation ignored."""
+    return " ".join(text.casefold().split()).rstrip(" .。!?;")
+
+
 def letter_of(answer: Any, options: Sequence[str]) -> str:
-    """The option letter of an answer given as a letter, "A. text", an index or the option text."""
+    """The option letter of an answer given as an index, the option text, or a letter form.
+
+    Option text wins over a letter reading: first an exact match, then one after `_normalised`
+    (so "A dog." is the option "A dog", never the letter A). A letter form is "A", "(A)", "A.",
+    "A)" or "A:", alone or followed by that option's own text ("A. red").
+    """
     if isinstance(answer, int) and not isinstance(answer, bool):
         if not 0 <= answer < len(options):
             raise ValueError(f"answer index {answer} is out of range for {len(options)} options")
         return LETTERS[answer]
     text = str(answer).strip()
     for i, option in enumerate(options):
-        if text.lower() == option.lower():
+        if text == str(option).strip():
             return LETTERS[i]
-    match = _LETTER.match(text)
-    if match and LETTERS.index(match.group(1)) < len(options):
-        return match.group(1)
-    raise ValueError(f"answer {answer!r} is not one of {len(options)} options")
+    loose = [i for i, option in enumerate(options) if _normalised(str(option)) == _normalised(text)]
+    if len(loose) == 1:
+        return LETTERS[loose[0]]
+    form = _LETTER_FORM.fullmatch(text)
+    if form and not loose:
+        letter, rest = (form.group(1), form.group(2)) if form.group(1) else (form.group(3), form.group(4))
+        index = LETTERS.index(letter)
+        if index < len(options) and (not rest or _normalised(rest) == _normalised(str(options[index]))):
+            return letter
+    raise ValueError(f"answer {answer!r} is not one of {len(options)} options ({list(options)!r}) nor a letter of one")
 
 
 def labelled_option(line: str) -> tuple[str, str] | None:
@@ -119,9 +141,11 @@ def videomme(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 
 
 def videomme_v2(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """`level`, `second_head` and `third_head` label the question; a group takes its last question's (the official rule)."""
     return [mc(row["question_id"], row["question"], option_list(row["options"]), row["answer"],
                [video(ctx, _mp4(row["video_id"]))], group_id=str(row["video_id"]), question_id=str(row["question_id"]),
-               group_type=row["group_type"], group_structure=row.get("group_structure"), level=row.get("level"))]
+               group_type=row["group_type"], group_structure=row.get("group_structure"), level=row.get("level"),
+               second_head=row.get("second_head"), third_head=row.get("third_head"))]
 
 
 def mvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
@@ -153,10 +177,12 @@ def motionbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 
 
 def lvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """`question_type` is a list: the question counts under each of its types, as in the official
+    `compute_accuracy.py` of github.com/THUDM/LVBench (the overall counts it once)."""
     question, options = (row["question"], option_list(row["options"])) if row.get("options") else split_embedded(row["question"])
     qtype = row.get("question_type")
     return [mc(row["uid"], question, options, row["answer"], [video(ctx, row["video_path"])],
-               category=qtype[0] if isinstance(qtype, list) and qtype else qtype)]
+               category=[str(t) for t in qtype] if isinstance(qtype, list) and qtype else qtype or None)]
 
 
 def longvideobench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
@@ -164,10 +190,26 @@ def longvideobench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
                [video(ctx, row["video_path"])], duration=row.get("duration_group"), category=row.get("question_category"))]
 
 
+MLVU_GENERATION = {"subPlot": "sub-scene captioning", "summary": "video summary"}  # question_type -> G-Avg task
+
+
 def mlvu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    rid = row.get("question_id", f"{row['task_type']}/{row['video_name']}/{ctx.item}")
-    return [mc(rid, row["question"], [str(c) for c in row["candidates"]], row["answer"], [video(ctx, row["video_name"])],
-               task=row["task_type"])]
+    """A row of the official `json/<n>_<task>.json` (`video` under `video/<n>_<task>/`, `question_type` the task),
+    or of lmms-eval's MLVU_dev export (`video_name` under `video/`, `task_type`). The open-ended generation
+    tasks (`8_sub_scene.json`, `9_summary.json`: MLVU's G-Avg, judged by GPT-4 officially) are not scored:
+    their rows are skipped, with one warning per file."""
+    if "video_name" in row:
+        rid = row.get("question_id", f"{row['task_type']}/{row['video_name']}/{ctx.item}")
+        return [mc(rid, row["question"], [str(c) for c in row["candidates"]], row["answer"], [video(ctx, row["video_name"])],
+                   task=row["task_type"])]
+    task = row["question_type"]
+    if task in MLVU_GENERATION and not row.get("candidates"):
+        if ctx.item == 1:
+            logger.warning("MLVU %s: skipping its open-ended %s rows (G-Avg); evr1 scores MLVU's multiple-choice M-Avg only",
+                           ctx.file.name, MLVU_GENERATION[task])
+        return []
+    return [mc(f"{ctx.stem}/{ctx.item}", row["question"], [str(c) for c in row["candidates"]], row["answer"],
+               [video(ctx, f"{ctx.stem}/{row['video']}")], task=task, duration=row.get("duration"))]
 
 
 def video_holmes(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
@@ -253,22 +295,49 @@ def videoreasonbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     return out
 
 
+def _dataset_file(name: str, ctx: RowContext) -> str:
+    """A media name relative to the media folder: the path inside the dataset of a Hugging Face URL
+    (".../resolve/main/videos/Art/0.mp4" -> "Art/0.mp4"), without a leading media-folder name."""
+    found = re.search(r"/resolve/[^/]+/(.+)$", name)
+    return (found.group(1) if found else name).removeprefix(f"{ctx.benchmark.media_dir}/")
+
+
 def mmvu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
+    """A row of the official `validation.json` (`video`: the dataset URL of `videos/<Subject>/<n>.mp4`) or of
+    lmms-eval's MMVU export (`video_path`)."""
     kind = row.get("question_type", "multiple-choice")
     meta = row.get("metadata") or {}
+    if "video" not in row and "video_path" not in row:
+        raise KeyError("video (official validation.json) or video_path (lmms-eval rows)")
+    name = _dataset_file(str(row.get("video", row.get("video_path"))), ctx)
     return [_mc_or_open(row["id"], row["question"], row.get("choices") if kind == "multiple-choice" else None,
-                        row["answer"], [video(ctx, row["video_path"])], question_kind=kind, category=meta.get("subject"))]
+                        row["answer"], [video(ctx, name)], question_kind=kind, category=meta.get("subject"))]
+
+
+VIDEO_MMMU_TRACKS = ("Perception", "Comprehension", "Adaptation")
 
 
 def video_mmmu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    """Rows of `<Track>.json` (Perception, Comprehension, Adaptation); Adaptation may add an `image`."""
+    """Rows of `<Track>.json` as lmms-eval's VideoMMMU splits (the track is the file name; Adaptation may add an
+    `image`), or the official `data/<track>_video.json` saved as `<Track>.json`: one object `{"<Track>": {index: row}}`
+    (no `image`: the video's last frame shows it). Ids are `<Track>/<id>` (the tracks share their ids)."""
+    nested = [key for key in row if key in VIDEO_MMMU_TRACKS and isinstance(row[key], Mapping)]
+    if nested and len(row) == 1:
+        return [_video_mmmu_item(item, ctx, nested[0]) for item in row[nested[0]].values()]
+    if "id" not in row:
+        raise KeyError(f"id (a row of lmms-eval's Video-MMMU split, or one object {{\"{ctx.stem}\": {{index: row}}}} "
+                       "as the official data/<track>_video.json)")
+    return [_video_mmmu_item(row, ctx, ctx.stem)]
+
+
+def _video_mmmu_item(row: Row, ctx: RowContext, track: str) -> dict[str, Any]:
     media = [video(ctx, _mp4(row["id"]))]
     if row.get("image"):
         media.append({"kind": "image", "path": ctx.media(row["image"])})
-    meta = {"track": ctx.stem}
+    rid = f"{track}/{row['id']}"
     if row.get("options"):
-        return [mc(row["id"], row["question"], option_list(row["options"]), row["answer"], media, **meta)]
-    return [plain(row["id"], row["question"], "numerical", row["answer"], media, **meta)]
+        return mc(rid, row["question"], option_list(row["options"]), row["answer"], media, track=track)
+    return plain(rid, row["question"], "numerical", row["answer"], media, track=track)
 
 
 def videomathqa(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
@@ -333,8 +402,27 @@ OVO_CATEGORIES = {
 _OVO_CATEGORY = {task: cat for cat, tasks in OVO_CATEGORIES.items() for task in tasks}
 
 
+def _ovo_probe(task: str, row: Row, probe: Row) -> tuple[str, str, Any]:
+    """(question, problem type, answer) of one forward probe, worded with the official prompts' instructions
+    (OVO-Bench `constant.py`: REC/SSR/CRR templates); evr1's prompt adds the answer form."""
+    if task == "REC":
+        question = (f"People in this video may perform this action repeatedly: {str(row['activity']).strip()}.\n"
+                    "Count how many times it has been performed in total so far, by anyone; one complete motion counts as one.")
+        return question, "numerical", int(probe["count"])
+    if task == "SSR":
+        question = ("This is a tutorial video made of a sequence of steps. One step of the procedure:\n"
+                    f"{str(probe['step']).strip()}\n"
+                    "Is the person in the video carrying out this step right now, at the end of the video?")
+    else:  # CRR
+        question = ("This question is about the latest frames, at the end of the video:\n"
+                    f"{str(row['question']).strip()}\n"
+                    "Does what the video has shown so far, especially its latest frames, give enough information to answer it?")
+    return question, "boolean", "yes" if int(probe["type"]) == 1 else "no"
+
+
 def ovobench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    """Backward/real-time rows: one question at `realtime`; forward rows: one probe per `test_info` entry."""
+    """Backward/real-time rows: one question seeing the video up to `realtime`; forward rows (REC, SSR, CRR): one
+    probe per `test_info` entry seeing the video up to its `realtime`, as the official offline protocol asks them."""
     task = row["task"]
     category = _OVO_CATEGORY.get(task)
     if category is None:
@@ -345,12 +433,6 @@ def ovobench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
         return [mc(row["id"], row["question"], [str(o) for o in row["options"]], int(row["gt"]), media, **meta)]
     out = []
     for i, probe in enumerate(row["test_info"]):
-        media = [video(ctx, row["video"], 0.0, probe["realtime"])]
-        if task == "REC":
-            question = f"How many times has this happened so far: {row.get('activity', row.get('question', ''))}?"
-            out.append(plain(f"{row['id']}/{i}", question, "numerical", int(probe["count"]), media, **meta))
-        else:
-            answer = "yes" if int(probe["type"]) == 1 else "no"
-            out.append(plain(f"{row['id']}/{i}", row["question"], "boolean", answer, media, **meta))
+        question, ptype, answer = _ovo_probe(task, row, probe)
+        out.append(plain(f"{row['id']}/{i}", question, ptype, answer, [video(ctx, row["video"], 0.0, probe["realtime"])], **meta))
     return out
-

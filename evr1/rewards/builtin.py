@@ -1,5 +1,5 @@
 """Registers evr1's built-in rewards: one per canonical problem type (under the type's name),
-plus `open_ended_judge`, `preference_judge` and `format`. Imported lazily by `REWARDS`.
+plus `open_ended_judge`, `open_ended_verdict_judge`, `preference_judge` and `format`. Imported lazily by `REWARDS`.
 """
 
 from __future__ import annotations
@@ -36,5 +36,7 @@ REWARDS.register("boolean", per_sample(boolean.score))
 REWARDS.register("code", code_reward.score)
 REWARDS.register("preference", per_sample(preference.score))
 REWARDS.register("open_ended_judge", with_spec_check(judge_rewards.open_ended_judge, judge_rewards.check_spec))
+REWARDS.register("open_ended_verdict_judge",
+                 with_spec_check(judge_rewards.open_ended_verdict_judge, judge_rewards.check_spec))
 REWARDS.register("preference_judge", with_spec_check(judge_rewards.preference_judge, judge_rewards.check_spec))
 REWARDS.register("format", per_sample(format_score))

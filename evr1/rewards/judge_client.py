@@ -6,9 +6,12 @@ any, is read from the environment variable *named* by `JudgeSpec.api_key_env`.
 
 Grading requests put the question, reference and candidate between tags (`delimited`), with any
 such tags inside the texts removed, and the system prompt tells the judge to treat tagged text as
-data. Replies are read by `reply_score`: <think> blocks dropped, then a reply that is exactly an
+data. Replies are read after dropping <think> blocks: by `reply_score`, a reply that is exactly an
 integer 0-10, else the last integer 0-10 that is neither part of a range ("0-10", "0 to 10") nor a
-denominator ("/10", "out of 10").
+denominator ("/10", "out of 10"); by `reply_verdict`, a last non-empty line that is exactly "correct"
+or "incorrect" (any case, markdown emphasis, quotes and a final period allowed, after an optional
+"Verdict:", "Answer:" or "Judgement:" label). Anything else is a ValueError: a failed sample, never a
+guess.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ _INT = r"(?<![\w.])\d+(?![\w]|\.\d)"
 _RANGE = re.compile(rf"{_INT}\s*(?:-|–|—|\bto\b)\s*{_INT}", re.IGNORECASE)
 _DENOMINATOR = re.compile(rf"(?:/|\bout\s+of\b)\s*{_INT}", re.IGNORECASE)
 _SCORE = re.compile(_INT)
+_VERDICT = re.compile(r"^(?:(?:final\s+)?(?:verdict|answer|judge?ment)\s*:\s*)?[\"']?(correct|incorrect)[\"']?$",
+                      re.IGNORECASE)
+_EMPHASIS = re.compile(r"[*_`]")
 MAX_REPLY_CHARS = 20_000
 DATA_TAGS = ("question", "reference", "candidate")
 _TAG = re.compile(rf"</?\s*(?:{'|'.join(DATA_TAGS)})\b[^>]*>", re.IGNORECASE)
@@ -91,11 +97,26 @@ def delimited(tag: str, text: str) -> str:
     return f"<{tag}>\n{_TAG.sub('', text)}\n</{tag}>"
 
 
-def reply_score(reply: str) -> float:
-    """A judge reply's 0-10 score as a fraction (rules in the module docstring); ValueError when there is none."""
+def final_text(reply: str) -> str:
+    """The reply after its last `</think>`, with an unclosed `<think>` block (it runs on to the end) removed."""
     text = reply[:MAX_REPLY_CHARS]
     cut = text.lower().rfind("</think>")
-    text = _OPEN_THINK.sub(" ", text[cut + len("</think>") :] if cut >= 0 else text)  # an unclosed <think> runs on
+    return _OPEN_THINK.sub(" ", text[cut + len("</think>") :] if cut >= 0 else text)
+
+
+def reply_verdict(reply: str) -> bool:
+    """A judge reply's verdict, True for "correct" (rules in the module docstring); ValueError when there is none."""
+    lines = [_EMPHASIS.sub("", line).strip().rstrip(".").strip() for line in final_text(reply).splitlines()]
+    lines = [line for line in lines if line]
+    verdict = _VERDICT.match(lines[-1]) if lines else None
+    if verdict is None:
+        raise ValueError(f"judge reply holds no verdict (correct or incorrect): {reply[:100]!r}")
+    return verdict.group(1).lower() == "correct"
+
+
+def reply_score(reply: str) -> float:
+    """A judge reply's 0-10 score as a fraction (rules in the module docstring); ValueError when there is none."""
+    text = final_text(reply)
     whole = text.strip().rstrip(".")
     if whole.isdecimal() and int(whole) <= 10:
         return int(whole) / 10.0

@@ -1,8 +1,9 @@
 """Scripted responses for every fixture benchmark (in record order) and the hand-computed results.
 
 Each entry: responses in the order the benchmark's records load, the expected headline score and
-metrics (percent), selected breakdowns, and how many samples are unparsed. The LLM judge replies
-"8" (0.8) to every non-empty open-ended answer.
+metrics (percent), selected breakdowns, and how many samples are unparsed. The LLM judge (see
+verdict_judge.py) replies to each non-empty open-ended answer with its verdict in `VERDICTS`, scored
+1 (correct) or 0 (incorrect).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from typing import Any
 
 STVG_ST1 = '{"time": [1, 3], "boxes": {"1": [10, 10, 30, 30], "2": [10, 10, 30, 30], "3": [10, 10, 30, 30]}}'
 STVG_ST2 = '{"time": [0, 1], "boxes": {"0": [0, 0, 32, 24], "1": [0, 0, 32, 24]}}'
+
+# The judge's reply to each open-ended answer of CASES (the only ones it is sent).
+VERDICTS = {"It moves to the left.": "incorrect", "(a1, b2), (c2, b1), (a3, c1)": "Correct.", "combustion": "**correct**"}
 
 CASES: dict[str, dict[str, Any]] = {
     # 001-1 right, 001-2 wrong, 002-1 empty (unparsed): 1/3.
@@ -28,22 +32,24 @@ CASES: dict[str, dict[str, Any]] = {
                     "breakdowns": {"format": {"caption_matching": (100.0, 1), "multi-choice": (50.0, 2), "yes_no": (50.0, 2)},
                                    "dimension": {"direction": (100.0, 2), "order": (100.0, 1), "speed": (0.0, 2)}}},
     "motionbench": {"responses": ["C", "B"], "score": 50.0},
+    # 102 is typed ["entity recognition", "reasoning"]: it counts under both types (the official per-type rule), once overall.
     "lvbench": {"responses": ["D", "<answer>B</answer>", "C"], "score": 200 / 3,
                 "breakdowns": {"category": {"entity recognition": (100.0, 1), "event understanding": (100.0, 1),
-                                            "key information retrieval": (0.0, 1)}}},
+                                            "key information retrieval": (0.0, 1), "reasoning": (100.0, 1)}}},
     # lvb2 has four options: "E" is out of range (unparsed).
     "longvideobench": {"responses": ["E", "E"], "score": 50.0, "unparsed": 1},
     # plotQA 1/2, count 1/1: M-Avg 75, items 2/3.
     "mlvu": {"responses": ["B", "A", "F"], "score": 75.0, "metrics": {"accuracy": 200 / 3}},
     "video_holmes": {"responses": ["F", "F"], "score": 50.0},
     "minerva": {"responses": ["D", "A"], "score": 100.0},
-    # MC right (1) + open-ended judged 0.8.
-    "vcrbench": {"responses": ["B", "It moves to the right."], "score": 90.0,
-                 "breakdowns": {"question_kind": {"multiple-choice": (100.0, 1), "open-ended": (80.0, 1)}}},
-    # judged 0.8, and an empty answer scores 0 without asking the judge.
-    "videoreasonbench": {"responses": ["three cups", ""], "score": 40.0, "unparsed": 1},
+    # MC right (1) + open-ended judged incorrect (0).
+    "vcrbench": {"responses": ["B", "It moves to the left."], "score": 50.0,
+                 "breakdowns": {"question_kind": {"multiple-choice": (100.0, 1), "open-ended": (0.0, 1)}}},
+    # judged correct (1), and an empty answer scores 0 without asking the judge.
+    "videoreasonbench": {"responses": ["(a1, b2), (c2, b1), (a3, c1)", ""], "score": 50.0, "unparsed": 1},
     "longvideo_reason": {"responses": ["E", "D"], "score": 50.0},
-    "mmvu": {"responses": ["B", "combustion"], "score": 90.0},
+    # MC right (1) + open-ended judged correct (1).
+    "mmvu": {"responses": ["B", "combustion"], "score": 100.0},
     # 10 options (J is valid), a numeric answer, and a wrong one on Adaptation.
     "video_mmmu": {"responses": ["J", "42.0", "B"], "score": 200 / 3,
                    "breakdowns": {"track": {"Adaptation": (0.0, 1), "Comprehension": (100.0, 1), "Perception": (100.0, 1)}}},

@@ -14,7 +14,7 @@ from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec, VideoSpec
 
-from .expected import CASES
+from .expected import CASES, VERDICTS
 
 
 def _responses(root: Path) -> dict[str, str]:
@@ -30,7 +30,8 @@ def test_every_benchmark_has_a_case() -> None:
     assert sorted(CASES) == BENCHMARKS.names() and len(CASES) == 22
 
 
-def test_all_22_benchmarks_aggregate_exactly(bench_root: Path, tmp_path: Path, judge) -> None:
+def test_all_22_benchmarks_aggregate_exactly(bench_root: Path, tmp_path: Path, verdict_judge) -> None:
+    judge = verdict_judge
     spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"), batch_size=3)
     results = evaluate(spec, ScriptedResponder(_responses(bench_root)), tmp_path, benchmarks=sorted(CASES), data_root=bench_root)
     for name, case in CASES.items():
@@ -45,8 +46,9 @@ def test_all_22_benchmarks_aggregate_exactly(bench_root: Path, tmp_path: Path, j
             for label, (score, n) in cats.items():
                 assert got["breakdowns"][key][label]["score"] == pytest.approx(score), (name, key, label)
                 assert got["breakdowns"][key][label]["n"] == n, (name, key, label)
-    # Only non-empty open-ended answers reach the judge: vcrbench 1, videoreasonbench 1, mmvu 1.
-    assert len(judge.requests) == 3
+    # Only non-empty open-ended answers reach the judge, for a verdict: vcrbench 1, videoreasonbench 1, mmvu 1.
+    assert sorted(judge.judged()) == sorted(VERDICTS)
+    assert all("correct or incorrect" in body["messages"][0]["content"] for body in judge.requests)
     md = (tmp_path / "results.md").read_text()
     # VSI-Bench: (counting 1 + distance MRA 0.6 + route 0.5 + direction 2/3) / 4 = 0.691666... (expected.py).
     assert "| VSI-Bench | 69.17 |" in md and "| route_planning | 50.00 | 2 |" in md

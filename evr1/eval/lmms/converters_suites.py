@@ -81,7 +81,7 @@ def mmvu(record: Record, row: Row) -> dict[str, Any]:
 
 
 def video_mmmu(record: Record, row: Row) -> dict[str, Any]:
-    doc = {"evr1_subset": required(record, "track"), "id": source_id(record), "question": record.problem}
+    doc = {"evr1_subset": required(record, "track"), "id": source_id(record).split("/", 1)[-1], "question": record.problem}  # official id, without our track prefix
     if is_mc(record):
         return {**doc, "options": option_texts(record), "answer": answer_letter(record), "question_type": "multiple-choice"}
     return {**doc, "options": [], "answer": str(record.answer), "question_type": "open"}

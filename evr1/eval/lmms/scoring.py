@@ -15,7 +15,8 @@ seconds scores differently. Failed or unparseable answers score 0 and stay in ev
 `process_results` gives the row under the benchmark's name (the headline score, `aggregate`) and
 under those named metrics of its aggregate that have an aggregation here (`NAMED_METRICS`: STVG's
 `tIoU`, `box_IoU`).
-Open-ended answers are judged by an OpenAI-compatible endpoint set by the environment
+Open-ended answers are judged right or wrong (the benchmark's route, `open_ended_verdict_judge`: 1 or 0, a
+reply without a verdict a failure) by an OpenAI-compatible endpoint set by the environment
 (lmms-eval passes task functions nothing else): `EVR1_JUDGE_URL`, `EVR1_JUDGE_MODEL`, and the
 key, if any, in `EVR1_JUDGE_API_KEY`. A judged question without them is a ConfigError naming them
 (`evr1.eval.api.require_judge`, the check `evr1 eval run` makes), raised by `doc_to_messages` (the evr1

@@ -56,6 +56,7 @@ def test_all_22_benchmarks_through_lmms_eval(bench_root: Path, tmp_path: Path, l
     documents = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+): .* — (\d+) documents", done.stdout, re.M)}
     assert sorted(documents) == sorted(BENCHMARKS.names())
 
+    judge.reply = "incorrect"  # a verdict for every judged answer of the random-init model
     os.environ.update(EVR1_JUDGE_URL=judge.url, EVR1_JUDGE_MODEL="judge")
     model = Evr1Chat(model="tiny-qwen2.5-vl", fps=1.0, max_frames=4, min_pixels=28 * 28, max_pixels=56 * 56,
                      batch_size=4)

@@ -80,7 +80,7 @@ CASES = [
          ({"lvb_acc": 0.5}, {"lvb_acc": 0.0})),
     # plotQA: B, D; count: F (6 options). M-Avg over the two task types present (percent).
     # Run 1: plotQA 1/2, count 1/1 -> 75. Run 2: plotQA 1/2, count 0/1 -> 25.
-    Case("mlvu", ("What is the plot?", "(A) x\n(B) y\n(C) z\n(D) w"), "mlvu/video/ml1.mp4",
+    Case("mlvu", ("What is the plot?", "(A) x\n(B) y\n(C) z\n(D) w"), "mlvu/video/1_plotQA/ml1.mp4",
          (("B", NONE, "F"), ("A", "(D)", "E")),
          ({"mlvu_percetion_score": 75.0}, {"mlvu_percetion_score": 25.0})),
     # SR: F, IMC: A (percent).

@@ -36,7 +36,7 @@ TABLE = {
     "tempcompass/caption_matching/t1/1": "Caption A", "tempcompass/multi-choice/t1/1": "B. right",
     "tempcompass/multi-choice/t1/2": "C", "tempcompass/yes_no/t1/1": "Yes, it does.", "tempcompass/yes_no/t1/2": "yes",
     # 10 options (J valid) right; numeric 42 answered 41 (in words); Adaptation empty.
-    "video_mmmu/p1": "The answer is J.", "video_mmmu/c1": "forty-one", "video_mmmu/a1": "",
+    "video_mmmu/Perception/p1": "The answer is J.", "video_mmmu/Comprehension/c1": "forty-one", "video_mmmu/Adaptation/a1": "",
     # mcq: right, wrong ("Answer: B"; the stock regex reads the A of "Answer"); mbin: q1 both right, q2 one empty.
     "videomathqa/mcq/q1": "E", "videomathqa/mcq/q2": "Answer: B",
     "videomathqa/mbin/q1/0": "A", "videomathqa/mbin/q1/1": "B", "videomathqa/mbin/q2/0": "A", "videomathqa/mbin/q2/1": "",
@@ -142,6 +142,17 @@ def _leaf_tasks(tree: dict[Any, Any]) -> Iterator[Any]:
             yield value
 
 
+def _shown_text(name: str, doc: dict, record) -> str:
+    """The text the stock prompt must show: Charades' caption, OVO-Bench REC's activity or SSR's step."""
+    if name == "charades_sta":
+        return doc["caption"]
+    if doc.get("task") == "REC":
+        return doc["activity"]
+    if doc.get("task") == "SSR":
+        return doc["test_info"][0]["step"]
+    return record.problem
+
+
 @pytest.mark.parametrize("name", SUITES)
 def test_documents_show_the_question_options_and_our_video(name: str, root: Path, bound: tuple[Path, list[Bound]], manager: Any,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,7 +168,7 @@ def test_documents_show_the_question_options_and_our_video(name: str, root: Path
             record = records[doc["evr1_id"]]
             seen.add(record.id)
             text = task.doc_to_text(doc)
-            shown = doc["caption"] if name == "charades_sta" else doc["activity"] if doc.get("task") == "REC" else record.problem
+            shown = _shown_text(name, doc, record)
             assert shown and shown in text, (record.id, text)
             for option in record.options or []:
                 assert option in text, (record.id, option, text)
@@ -199,6 +210,7 @@ def test_mmvu_open_ended_is_judged_by_evr1s_judge(bound: tuple[Path, list[Bound]
     from lmms_eval.evaluator import simple_evaluate
 
     chat = ScriptedChat({"mmvu/mu1": "B", "mmvu/mu2": "combustion"})
+    judge.reply = "Incorrect."
     os.environ.update(EVR1_JUDGE_URL=judge.url, EVR1_JUDGE_MODEL="judge")
     try:
         out = simple_evaluate(model=chat, tasks=["evr1_mmvu"], task_manager=manager, log_samples=True)
@@ -206,7 +218,7 @@ def test_mmvu_open_ended_is_judged_by_evr1s_judge(bound: tuple[Path, list[Bound]
         for key in ("EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL"):
             os.environ.pop(key)
     assert len(judge.requests) == 1  # the multiple-choice item is scored locally
-    assert out["results"]["evr1_mmvu"]["accuracy,none"] == pytest.approx((100 + 80) / 2)  # the judge replies 8/10
+    assert out["results"]["evr1_mmvu"]["accuracy,none"] == pytest.approx((100 + 0) / 2)  # the judge: incorrect (0)
 
 
 def test_mmvu_without_a_judge_fails_before_generation(manager: Any) -> None:

@@ -69,7 +69,9 @@ def _run(bound: Path, chat: ScriptedChat, names: list[str]) -> dict[str, Any]:
     return out
 
 
-def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, offline: None, judge, tmp_path: Path) -> None:
+def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, offline: None, verdict_judge,
+                                          tmp_path: Path) -> None:
+    judge = verdict_judge  # the verdicts of expected.py
     os.environ.update(EVR1_JUDGE_URL=judge.url, EVR1_JUDGE_MODEL="judge")
     table = _table(own_root, OWN)
     chat = ScriptedChat(table)
@@ -77,7 +79,7 @@ def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, offline:
     got = out["results"]
     assert sorted(chat.asked) == sorted(table)
     # Only non-empty open-ended answers reach the judge: vcrbench 1, videoreasonbench 1.
-    assert len(judge.requests) == 2
+    assert sorted(judge.judged()) == ["(a1, b2), (c2, b1), (a3, c1)", "It moves to the left."]
     ours = evaluate(EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge")), ScriptedResponder(table), tmp_path / "evr1",
                     benchmarks=OWN, data_root=own_root)["benchmarks"]
     for name in OWN:

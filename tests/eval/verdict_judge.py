@@ -1,0 +1,70 @@
+"""The local judge (tests/judge_server.py) with scripted verdicts: each request gets the reply scripted
+for the candidate answer it carries (between `<candidate>` tags), so one run can judge some answers
+correct and others incorrect. An unscripted candidate gets a reply that holds no verdict.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from judge_server import Judge
+
+_CANDIDATE = re.compile(r"<candidate>\n(.*)\n</candidate>", re.DOTALL)
+UNSCRIPTED = "no verdict scripted for this candidate"
+
+
+class _Requests(list):
+    """The judge's request log, remembering per handler thread the request that thread received."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.current = threading.local()
+
+    def append(self, body: dict) -> None:
+        super().append(body)
+        self.current.body = body
+
+
+def candidate_of(body: dict) -> str:
+    """The candidate answer sent in a judge request."""
+    found = _CANDIDATE.search(body["messages"][-1]["content"])
+    assert found, "no <candidate> block in the judge request"
+    return found.group(1)
+
+
+class VerdictJudge(Judge):
+    """Replies `verdicts[candidate]` (any text: "correct", "Incorrect.", "7", ...) to each request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.verdicts: dict[str, str] = {}
+        self.requests = _Requests()
+
+    @property  # type: ignore[override]
+    def reply(self) -> str:  # read by the handler thread right after it logs its request
+        return self.verdicts.get(candidate_of(self.requests.current.body), UNSCRIPTED)
+
+    @reply.setter
+    def reply(self, value: str) -> None:  # Judge.__init__ sets a default reply: scripted replies replace it
+        pass
+
+    def judged(self) -> list[str]:
+        """The candidates sent to the judge, in order."""
+        return [candidate_of(body) for body in self.requests]
+
+
+@contextmanager
+def running_verdict_judge(verdicts: Mapping[str, str]) -> Iterator[VerdictJudge]:
+    """A VerdictJudge serving on 127.0.0.1 with `verdicts` (candidate -> reply)."""
+    server = VerdictJudge()
+    server.verdicts.update(verdicts)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -3,19 +3,21 @@
 Data layout: `<data_root>/<folder>/<annotations>` (files or folders of JSON/JSONL) and the media
 under `<data_root>/<folder>/<media_dir>/`. Annotation rows in the benchmark's official format go
 through its importer; rows in the EasyVideoR1 format (`problem`, `problem_type`, `solution`/
-`answer`, `path`/`videos`, ...) go through `evr1.data.importers` with media paths relative to
-`<folder>`. Either way every record id is `<benchmark>/<source id>`.
+`answer`, `path`/`videos`, ...) go through its `easyvideor1` importer, which builds on `evr1.data.importers`
+(media paths relative to `<folder>`) and brings the rows to what the official importer gives: canonical meta
+fields (EasyVideoR1 names them `original_question_type`, `ovo_task`, ...), distinct ids, the official
+questions' wording. Either way every record id is `<benchmark>/<source id>`.
 
 The official aggregation of some benchmarks groups records by meta fields (MVBench by `task`, VideoMathQA
 by `setting` and `question_id`, ...): each declares them (`meta_fields`), and a record without one is an
-error naming the file, the record and the field, never a silently different headline. EasyVideoR1 rows
-carry some of them under other names (`original_question_type`, `ovo_task`, ...): `easyvideor1_meta`
-maps those.
+error naming the file, the record and the field, never a silently different headline. Fields needed only
+by some records (VSI-Bench's `difficulty` on object_rel_direction, Video-MME-v2's `group_structure` on logic
+groups) are checked by the benchmark's `meta_check`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -54,35 +56,68 @@ class RowContext:
 
 Importer = Callable[[Mapping[str, Any], RowContext], list[dict[str, Any]]]
 MetaMap = Callable[[Mapping[str, Any]], dict[str, Any]]  # an EasyVideoR1 record's meta -> canonical meta fields
+MetaCheck = Callable[[Mapping[str, Any]], None]  # raises FieldError when a record's meta lacks what it needs
 
 
-def renamed(**sources: str) -> MetaMap:
-    """A MetaMap giving each canonical field (keyword) the value of its EasyVideoR1 field, where that is set."""
+class FieldError(ValueError):
+    """What a row or a record's meta lacks for its benchmark: the field, and why (`Benchmark` adds file, line, record)."""
 
-    def meta(row: Mapping[str, Any]) -> dict[str, Any]:
-        return {name: row[source] for name, source in sources.items() if row.get(source) not in (None, "")}
-
-    return meta
-
-
-def no_meta(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The MetaMap of a benchmark whose EasyVideoR1 rows need no renames."""
-    return {}
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
-def is_easyvideor1(row: Mapping[str, Any]) -> bool:
+def is_easyvideor1(row: Mapping[str, Any], own_types: Collection[str] = ()) -> bool:
     """An EasyVideoR1 / Video-R1 style row (our training-data format): a known `problem_type` and a problem.
 
     Official rows may use `problem_type` for their own categories (LongVideo-Reason: "goal", ...);
-    those go to the benchmark's importer.
+    those go to the benchmark's importer. `own_types`: the benchmark's own `problem_type` names in
+    EasyVideoR1's rows (OVO-Bench's forward tasks "REC", "SSR", "CRR").
     """
     if "problem_type" not in row or not ("problem" in row or "solution" in row):
         return False
+    if row["problem_type"] in own_types:
+        return True
     try:
         ProblemType.parse(row["problem_type"])
     except ValueError:
         return False
     return True
+
+
+def easyvideor1_record(row: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
+    """An EasyVideoR1 row as a record dict (`evr1.data.importers`: id `<file stem>/<problem_id>`, the row's
+    other fields in `meta`, media relative to the benchmark folder); a RecordError naming the field otherwise."""
+    result = import_one(dict(row), ctx.file, ctx.line, media_prefix=ctx.benchmark.folder)
+    if isinstance(result, list):
+        first = result[0]
+        raise RecordError(first.file, first.line, first.field, f"{ctx.benchmark.name}: {first.message}")
+    return result.model_dump(mode="json", exclude_none=True)
+
+
+def with_meta(meta_map: MetaMap) -> Importer:
+    """An EasyVideoR1 importer adding the canonical meta fields `meta_map` finds (the row's own fields win)."""
+
+    def importer(row: Mapping[str, Any], ctx: RowContext) -> list[dict[str, Any]]:
+        record = easyvideor1_record(row, ctx)
+        record["meta"] = {**meta_map(record["meta"]), **record["meta"]}
+        return [record]
+
+    return importer
+
+
+def renamed(**sources: str) -> Importer:
+    """An EasyVideoR1 importer giving each canonical meta field (keyword) the value of its EasyVideoR1 field, where set."""
+    return with_meta(lambda meta: {name: meta[source] for name, source in sources.items() if meta.get(source) not in (None, "")})
+
+
+def as_imported(row: Mapping[str, Any], ctx: RowContext) -> list[dict[str, Any]]:
+    """The EasyVideoR1 importer of a benchmark whose rows need no more than `easyvideor1_record`."""
+    return [easyvideor1_record(row, ctx)]
+
+
+def no_check(meta: Mapping[str, Any]) -> None:
+    """The MetaCheck of a benchmark whose records need no field beyond its `meta_fields`."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +137,9 @@ class Benchmark:
     lmms_task: str | None = None  # lmms-eval 0.7.3's own task, where it has one
     summary: str = ""
     meta_fields: tuple[str, ...] = ()  # meta every record needs: the official aggregation groups by them
-    easyvideor1_meta: MetaMap = no_meta  # canonical meta fields from an EasyVideoR1 row's fields (renames)
+    meta_check: MetaCheck = no_check  # meta some records need (raises FieldError)
+    easyvideor1: Importer = as_imported  # EasyVideoR1 rows -> record dicts as the official importer gives them
+    easyvideor1_types: tuple[str, ...] = ()  # the benchmark's own problem_type names in EasyVideoR1 rows
 
     @property
     def needs_judge(self) -> bool:
@@ -142,23 +179,22 @@ class Benchmark:
     def convert_row(self, row: Any, ctx: RowContext) -> list[Record]:
         if not isinstance(row, Mapping):
             raise RecordError(ctx.file, ctx.line, None, f"expected a JSON object, got {type(row).__name__}")
-        if is_easyvideor1(row):
-            result = import_one(dict(row), ctx.file, ctx.line, media_prefix=self.folder)
-            if not isinstance(result, list):
-                meta = {**self.easyvideor1_meta(result.meta), **result.meta}
-                result = result.model_copy(update={"id": f"{self.name}/{result.id}", "meta": meta})
-            results = [result]
-        else:
-            try:
-                converted = self.importer(row, ctx)
-            except (KeyError, TypeError, ValueError, IndexError) as exc:
-                field_name = exc.args[0] if isinstance(exc, KeyError) else None
-                raise RecordError(ctx.file, ctx.line, field_name, f"not a {self.title} annotation row: {exc!r}") from None
-            results = [
-                validate_record({**d, "id": f"{self.name}/{d['id']}", "meta": {"source": f"{ctx.file.name}:{ctx.line}", **d.get("meta", {})}},
-                                ctx.file, ctx.line)
-                for d in converted
-            ]
+        easyvideor1 = is_easyvideor1(row, self.easyvideor1_types)
+        try:
+            converted = (self.easyvideor1 if easyvideor1 else self.importer)(row, ctx)
+        except RecordError:
+            raise
+        except FieldError as exc:
+            raise RecordError(ctx.file, ctx.line, exc.field, f"{self.title}: {exc}") from None
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            field_name = exc.args[0] if isinstance(exc, KeyError) else None
+            kind = "an EasyVideoR1" if easyvideor1 else "a"
+            raise RecordError(ctx.file, ctx.line, field_name, f"not {kind} {self.title} annotation row: {exc!r}") from None
+        results = [
+            validate_record({**d, "id": f"{self.name}/{d['id']}", "meta": {"source": f"{ctx.file.name}:{ctx.line}", **d.get("meta", {})}},
+                            ctx.file, ctx.line)
+            for d in converted
+        ]
         for result in results:
             if isinstance(result, list):
                 first = result[0]
@@ -167,9 +203,14 @@ class Benchmark:
         return results  # type: ignore[return-value]
 
     def check_meta(self, record: Record, ctx: RowContext) -> None:
-        """Raise a RecordError naming the file, the record and the field when a `meta_fields` field is unset."""
+        """Raise a RecordError naming the file, the record and the field when a `meta_fields` field is unset or
+        `meta_check` finds one missing."""
         for name in self.meta_fields:
             if record.meta.get(name) in (None, ""):
                 raise RecordError(ctx.file, ctx.line, name,
                                   f"{self.title} record {record.id!r} has no meta field {name!r}: the official"
                                   f" aggregation ({self.metric}) groups by it; add it to the row")
+        try:
+            self.meta_check(record.meta)
+        except FieldError as exc:
+            raise RecordError(ctx.file, ctx.line, exc.field, f"{self.title} record {record.id!r}: {exc}") from None

@@ -361,10 +361,15 @@ def vsibench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 # -- grounding ----------------------------------------------------------------------------------
 
 
+def charades_question(caption: str) -> str:
+    """The grounding question of a Charades-STA sentence."""
+    return f'Find the moment in the video that matches: "{caption.strip()}"'
+
+
 def charades_sta(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     start, end = (float(t) for t in row["timestamp"])
     rid = row.get("id", f"{PurePath(row['video']).stem}/{ctx.item}")
-    question = f'Find the moment in the video that matches: "{str(row["caption"]).strip()}"'
+    question = charades_question(str(row["caption"]))
     meta = {"duration": row.get("duration")}
     return [plain(rid, question, "temporal_grounding", {"time": [start, end]}, [video(ctx, row["video"])], **meta)]
 
@@ -402,22 +407,30 @@ OVO_CATEGORIES = {
 _OVO_CATEGORY = {task: cat for cat, tasks in OVO_CATEGORIES.items() for task in tasks}
 
 
-def _ovo_probe(task: str, row: Row, probe: Row) -> tuple[str, str, Any]:
-    """(question, problem type, answer) of one forward probe, worded with the official prompts' instructions
-    (OVO-Bench `constant.py`: REC/SSR/CRR templates); evr1's prompt adds the answer form."""
+def ovo_question(task: str, text: str) -> str:
+    """The question of a forward probe, worded with the official prompts' instructions (OVO-Bench `constant.py`:
+    REC/SSR/CRR templates); `text` is the row's `activity` (REC), the probe's `step` (SSR) or the `question` (CRR).
+    evr1's prompt adds the answer form."""
     if task == "REC":
-        question = (f"People in this video may perform this action repeatedly: {str(row['activity']).strip()}.\n"
-                    "Count how many times it has been performed in total so far, by anyone; one complete motion counts as one.")
-        return question, "numerical", int(probe["count"])
+        return (f"People in this video may perform this action repeatedly: {text.strip()}.\n"
+                "Count how many times it has been performed in total so far, by anyone; one complete motion counts as one.")
     if task == "SSR":
-        question = ("This is a tutorial video made of a sequence of steps. One step of the procedure:\n"
-                    f"{str(probe['step']).strip()}\n"
-                    "Is the person in the video carrying out this step right now, at the end of the video?")
-    else:  # CRR
-        question = ("This question is about the latest frames, at the end of the video:\n"
-                    f"{str(row['question']).strip()}\n"
-                    "Does what the video has shown so far, especially its latest frames, give enough information to answer it?")
-    return question, "boolean", "yes" if int(probe["type"]) == 1 else "no"
+        return ("This is a tutorial video made of a sequence of steps. One step of the procedure:\n"
+                f"{text.strip()}\n"
+                "Is the person in the video carrying out this step right now, at the end of the video?")
+    if task == "CRR":
+        return ("This question is about the latest frames, at the end of the video:\n"
+                f"{text.strip()}\n"
+                "Does what the video has shown so far, especially its latest frames, give enough information to answer it?")
+    raise ValueError(f"{task!r} is not an OVO-Bench forward task; known: {list(OVO_CATEGORIES['forward'])}")
+
+
+def _ovo_probe(task: str, row: Row, probe: Row) -> tuple[str, str, Any]:
+    """(question, problem type, answer) of one forward probe."""
+    if task == "REC":
+        return ovo_question(task, str(row["activity"])), "numerical", int(probe["count"])
+    text = str(probe["step"] if task == "SSR" else row["question"])
+    return ovo_question(task, text), "boolean", "yes" if int(probe["type"]) == 1 else "no"
 
 
 def ovobench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:

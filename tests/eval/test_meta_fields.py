@@ -13,7 +13,7 @@ import pytest
 from evr1.data.records import RecordError
 from evr1.data.testclips import write_clip
 from evr1.eval.api import evaluate
-from evr1.eval.benchmarks import videomathqa_meta, vsibench_meta
+from evr1.eval.benchmarks import vsibench_meta
 from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec
@@ -63,15 +63,24 @@ def _row(pid: Any, ptype: str = "multiple choice", answer: str = "A", **fields: 
             "solution": f"<answer>{answer}</answer>", "path": "./v.mp4", **fields}
 
 
-# EasyVideoR1 rows without the field the aggregation needs (its mvbench.json: `original_question_type` is "";
-# its mlvu-dev.json: no task at all). (benchmark, annotation file, rows, missing field, the row it fails on).
+# EasyVideoR1 rows without the field the aggregation needs (its mvbench.json: `original_question_type` is "", and a
+# problem id outside its numbering tells no task; its mlvu-dev.json: no task at all), and rows without a field only
+# some records need (object_rel_direction's level, a logic group's structure).
+# (benchmark, annotation file, rows, missing field, the row it fails on).
 MISSING = [
-    ("mvbench", "json/mvbench.json", [_row(1, original_question_type="")], "task", 1),
+    ("mvbench", "json/mvbench.json", [_row("x1", original_question_type="")], "task", 1),
+    ("mvbench", "json/mvbench.json", [_row(4001, original_question_type="")], "task", 1),
     ("mlvu", "json/mlvu-dev.json", [_row(1, data_source="MLVU")], "task", 1),
     ("vsibench", "test.json", [_row(0, "regression", "4", original_question_type="object_counting"),
                                _row(1, "regression", "2")], "task", 2),
     ("ovobench", "ovo_bench_new.json", [_row("ovo_0", ovo_task="EPM")], "category", 1),
     ("videomme_v2", "videomme_v2.json", [_row("g1-1", group_id="g1")], "group_type", 1),
+    ("vsibench", "test.json", [_row(0, original_question_type="object_rel_direction_easy"),
+                               _row(1, original_question_type="object_rel_direction")], "difficulty", 2),
+    ("videomme_v2", "videomme_v2.json", [_row("g1-1", group_id="g1", group_type="relevance"),
+                                         _row("g2-1", group_id="g2", group_type="logic")], "group_structure", 2),
+    ("videomme_v2", "videomme_v2.json", [_row("g2-1", group_id="g2", group_type="logic", group_structure="[1, 2, [3, 4]]")],
+     "group_structure", 1),
 ]
 
 
@@ -146,13 +155,3 @@ def test_mmvu_and_motionbench_renames(tmp_path: Path) -> None:
 ])
 def test_vsibench_meta_table(meta: dict[str, Any], expected: dict[str, Any]) -> None:
     assert vsibench_meta(meta) == expected
-
-
-@pytest.mark.parametrize(("meta", "expected"), [
-    # EasyVideoR1's videomathqa.jsonl: a question's MCQ row and its 4 binary pairs share `problem_id` (-> source_id).
-    ({"source_id": "abc-267", "length": "long"}, {"setting": "mcq", "question_id": "abc-267", "duration": "long"}),
-    ({"source_id": "abc-267", "mbinary_id": "2673"}, {"setting": "mbin", "question_id": "abc-267"}),
-    ({"mbinary_id": None}, {"setting": "mcq"}),
-])
-def test_videomathqa_meta_table(meta: dict[str, Any], expected: dict[str, Any]) -> None:
-    assert videomathqa_meta(meta) == expected

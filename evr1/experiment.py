@@ -158,11 +158,51 @@ def _fields_of(node: fdl.Config) -> list[str]:
     return list(inspect.signature(node.__fn_or_cls__).parameters)
 
 
-def as_config(value: Any) -> Any:
-    """A spec instance as an editable `fdl.Config` (recursively); other values unchanged."""
-    if isinstance(value, BaseModel):
-        return fdl.Config(type(value), **{k: as_config(getattr(value, k)) for k in value.model_fields_set})
-    return value
+def as_config(value: Any, memo: dict[int, fdl.Config] | None = None) -> Any:
+    """A spec instance as an editable `fdl.Config` (recursively); other values unchanged.
+
+    With a `memo` shared between calls, an instance met several times becomes one shared Config.
+    """
+    if not isinstance(value, BaseModel):
+        return value
+    memo = {} if memo is None else memo
+    if id(value) not in memo:
+        memo[id(value)] = fdl.Config(type(value), **{k: as_config(getattr(value, k), memo) for k in value.model_fields_set})
+    return memo[id(value)]
+
+
+def share_instances(cfg: fdl.Buildable) -> None:
+    """Replace every spec instance in the graph by a Config, one per instance: an instance that
+    several fields share (`video = VideoSpec(...)` given to data and eval) stays shared, so an
+    override of it reaches every place it appears."""
+    memo: dict[int, fdl.Config] = {}
+    seen: set[int] = set()
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, BaseModel):
+            return as_config(value, memo)
+        if isinstance(value, fdl.Buildable):
+            visit(value)
+        elif type(value) in (list, tuple):
+            items = [convert(v) for v in value]
+            if any(new is not old for new, old in zip(items, value)):
+                return type(value)(items)
+        elif type(value) is dict:
+            items = {k: convert(v) for k, v in value.items()}
+            if any(items[k] is not v for k, v in value.items()):
+                return items
+        return value
+
+    def visit(node: fdl.Buildable) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        for name, value in list(node.__arguments__.items()):
+            new = convert(value)
+            if new is not value:
+                setattr(node, name, new)
+
+    visit(cfg)
 
 
 def _spec_class(annotation: Any) -> type[BaseModel] | None:
@@ -194,6 +234,7 @@ def _child(node: fdl.Config, name: str, done: str) -> fdl.Config:
 
 def apply_override(cfg: fdl.Config, override: Override) -> None:
     """Set one dotted path in the graph; unknown fields are reported with the valid ones."""
+    share_instances(cfg)
     parts = override.path.split(".")
     node, done = cfg, ""
     for i, name in enumerate(parts):

@@ -41,6 +41,7 @@ MAX_RESPONSE_TOKENS = 2_048
 def video_grpo(model: str, description: str) -> fdl.Config[Experiment]:
     """Video GRPO of `model` at the published settings, on one 8-GPU node through Ray."""
     video = fdl.Config(VideoSpec, fps=2.0, max_frames=MAX_FRAMES, max_pixels=FRAME_PIXELS)
+    image = fdl.Config(ImageSpec, max_pixels=IMAGE_PIXELS)
     return fdl.Config(
         Experiment,
         description=description,
@@ -50,7 +51,7 @@ def video_grpo(model: str, description: str) -> fdl.Config[Experiment]:
             train=(f"{DATA}/train.jsonl",),
             val=(f"{DATA}/val.jsonl",),
             video=video,
-            image=fdl.Config(ImageSpec, max_pixels=IMAGE_PIXELS),
+            image=image,
             cache=fdl.Config(CacheSpec, path=f"{DATA}/cache.lmdb", mode="prefer"),
         ),
         rollout=fdl.Config(
@@ -65,9 +66,9 @@ def video_grpo(model: str, description: str) -> fdl.Config[Experiment]:
             TrainerSpec, steps=500, prompts_per_step=128, mini_batches=4,  # ours
             micro_batch_tokens=32_768, save_every=50, val_every=50,
         ),
-        resources=fdl.Config(ResourcesSpec, num_gpus=8, learner_workers=8, num_cpus=64, reward_workers=8,
-                             torch_threads=4, object_store_memory_mb=65_536),
-        eval=fdl.Config(EvalSpec, video=video),  # the same VideoSpec object as training
+        resources=fdl.Config(ResourcesSpec, num_gpus=8, learner_workers=8, learner_sharding="fsdp", num_cpus=64,
+                             reward_workers=8, torch_threads=4, object_store_memory_mb=65_536),  # fsdp: 7-8B + AdamW
+        eval=fdl.Config(EvalSpec, video=video, image=image),  # the same VideoSpec and ImageSpec objects as training
     )
 
 
@@ -85,6 +86,7 @@ def small_gpu(cfg: fdl.Config[Experiment]) -> fdl.Config[Experiment]:
     cfg.trainer.micro_batch_tokens = 8_192
     cfg.resources.num_gpus = 1
     cfg.resources.learner_workers = 1
+    cfg.resources.learner_sharding = "replicated"  # one worker: nothing to shard over
     cfg.resources.num_cpus = 8
     cfg.resources.reward_workers = 2
     cfg.resources.object_store_memory_mb = 8_192

@@ -1,7 +1,8 @@
 """Run directories: the resolved config, the experiment source and package versions.
 
 `config.json` is the validated `Experiment` as JSON; `load_experiment(run_dir)` rebuilds an
-equal one, which is what `--resume` uses.
+equal one, which is what `--resume` uses. A directory that already holds a run is never written
+over: a new run there would mix its logs and checkpoints with the old run's.
 """
 
 from __future__ import annotations
@@ -61,8 +62,22 @@ def new_run_dir(experiment: Experiment, root: Path | None = None) -> Path:
     return candidate
 
 
+def check_unused(run_dir: Path) -> None:
+    """Refuse a directory that already holds a run (its config, metrics, samples or checkpoints)."""
+    from evr1.runner.metrics import METRICS_FILE
+    from evr1.runner.train import CHECKPOINTS, SAMPLES_FILE
+
+    found = [name for name in (CONFIG_FILE, METRICS_FILE, SAMPLES_FILE, CHECKPOINTS) if (Path(run_dir) / name).exists()]
+    if found:
+        raise ConfigError(
+            f"{run_dir} already holds a run ({', '.join(found)}): continue it with `evr1 run --resume {run_dir}`,"
+            " or pass another --run-dir"
+        )
+
+
 def write_run_dir(run_dir: Path, experiment: Experiment, source: ExperimentSource | None, overrides: list[Override]) -> None:
-    """Record everything needed to understand and reproduce the run."""
+    """Record everything needed to understand and reproduce the run, in a directory that holds no run yet."""
+    check_unused(run_dir)
     (run_dir / CONFIG_FILE).write_text(experiment.model_dump_json(indent=2) + "\n")
     info = {
         "experiment": source.label if source else experiment.name,

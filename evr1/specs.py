@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evr1.problem_types import ProblemType
 
@@ -165,15 +165,30 @@ class RolloutSpec(Spec):
 
     engine: RegistryName("engines") | None = None  # None: vllm on a GPU where installed, else hf
     n: PositiveInt = 8
-    temperature: Annotated[float, Field(ge=0)] = 1.0
+    temperature: Annotated[float, Field(ge=0)] = 1.0  # 0: greedy, one response per prompt (n must be 1)
     top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
-    top_k: int = -1
+    top_k: int = -1  # -1: off; else the k most likely tokens
     max_prompt_tokens: PositiveInt = 4096
     max_response_tokens: PositiveInt = 512
     tensor_parallel_size: PositiveInt = 1
     gpu_memory_utilization: Annotated[float, Field(gt=0, lt=1)] = 0.6
     colocate: bool = True
     enforce_eager: bool = False
+
+    @field_validator("top_k")
+    @classmethod
+    def _top_k(cls, value: int) -> int:
+        if value == 0 or value < -1:
+            raise ValueError(f"must be -1 (off) or a positive number of tokens, got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _greedy_is_one_response(self) -> RolloutSpec:
+        if self.temperature == 0 and self.n != 1:
+            raise ValueError(
+                f"temperature=0 is greedy decoding, one response per prompt: set n=1 (got n={self.n}) or temperature > 0"
+            )
+        return self
 
     @model_validator(mode="after")
     def _vllm_only(self) -> RolloutSpec:
@@ -190,7 +205,7 @@ class MixerSpec(Spec):
 
     `k` offline responses per group of `rollout.n`. `file`: a JSONL of curated responses
     (`{"id": record_id, "response": text, "logprobs": [...]?}`, several per id) used instead of
-    the records' `offline_response`. `threshold` (mixer `offline_k_threshold`): mix only groups
+    the records' `offline_response`; log-probs at `rollout.temperature`, without top-k/top-p. `threshold` (mixer `offline_k_threshold`): mix only groups
     whose on-policy accuracy is below it. `decay_steps` (mixer `offline_k_decay`): k decays
     linearly to 0 over that many steps.
     """
@@ -237,6 +252,11 @@ class RewardSpec(Spec):
     math_timeout_s: Annotated[float, Field(gt=0)] = 5.0  # process-level, per sample
     math_workers: PositiveInt = 2
     fail_on_error: bool = False  # True: a scorer error or timeout fails the step
+    # What the numbers of answered boxes count. "auto": the answering model family's convention when the
+    # input names it (Qwen2.5-VL: pixels of its resized input; Qwen2/3-VL: 0-1000), else guessed from
+    # magnitudes; "model": the family's convention, an error when unknown; "pixels" (of the input as
+    # shown), "relative_1000", "normalized" (0-1): for a dataset whose prompt asks for those units.
+    box_units: Literal["auto", "model", "pixels", "relative_1000", "normalized"] = "auto"
     judge: JudgeSpec = Field(default_factory=JudgeSpec)
     code: CodeSandboxSpec = Field(default_factory=CodeSandboxSpec)
 
@@ -441,12 +461,22 @@ class TrainerSpec(Spec):
 
 
 class ResourcesSpec(Spec):
-    """Ray and placement: embedded local Ray unless `ray_address` is given."""
+    """Ray and placement: embedded local Ray unless `ray_address` is given.
+
+    `learner_sharding`: how the `learner_workers` data-parallel workers hold the model.
+    "replicated" keeps the whole model and its AdamW state on every worker (about 16 bytes per
+    parameter: 112 GB for 7B) and sums gradients in one all-reduce; "fsdp" shards parameters,
+    gradients and optimizer state over the workers with FSDP2 (about 16/W bytes per parameter
+    each, plus the gathered weights of the embeddings, vision tower and head, and of one decoder
+    layer at a time), at the cost of gathering weights for every forward and backward. Needs at
+    least 2 learner workers; runs on GPUs (NCCL) or CPUs (gloo).
+    """
 
     ray_address: str | None = None
     num_cpus: PositiveInt | None = None
     num_gpus: Annotated[int, Field(ge=0)] = 0
     learner_workers: PositiveInt = 1
+    learner_sharding: Literal["replicated", "fsdp"] = "replicated"
     reward_workers: PositiveInt = 1
     torch_threads: PositiveInt = 1  # per actor: several actors share the machine's cores
     object_store_memory_mb: PositiveInt = 512
@@ -456,6 +486,11 @@ class ResourcesSpec(Spec):
         if 0 < self.num_gpus < self.learner_workers:
             raise ValueError(
                 f"learner_workers ({self.learner_workers}) > num_gpus ({self.num_gpus}): each learner worker needs a GPU"
+            )
+        if self.learner_sharding == "fsdp" and self.learner_workers < 2:
+            raise ValueError(
+                f"learner_sharding='fsdp' shards the model over learner workers but learner_workers is "
+                f"{self.learner_workers}: set learner_workers >= 2 or learner_sharding='replicated'"
             )
         return self
 

@@ -76,6 +76,32 @@ def test_shared_spec_is_one_object(project: Path) -> None:
     assert "data.video.nframes" not in marks
 
 
+SHARED_INSTANCE = """
+import fiddle as fdl
+from evr1.experiment import Experiment
+from evr1.specs import DataSpec, EvalSpec, VideoSpec
+
+
+def experiment():
+    video = VideoSpec(fps=2.0, max_frames=64)  # a built instance, not a Config, given to data and eval
+    return fdl.Config(Experiment, data=fdl.Config(DataSpec, video=video), eval=fdl.Config(EvalSpec, video=video))
+"""
+
+
+@pytest.mark.parametrize("item", ["data.video.fps=4", "eval.video.fps=4"])
+def test_shared_instance_stays_shared_under_overrides(tmp_path: Path, item: str) -> None:
+    (tmp_path / "shared.py").write_text(SHARED_INSTANCE)
+    cfg, _ = load_config(str(tmp_path / "shared.py"), tmp_path)
+    applied = apply_overrides(cfg, [item, "data.video.min_frames=2"])
+    exp = build_experiment(cfg)
+    assert exp.data.video is exp.eval.video
+    assert (exp.eval.video.fps, exp.eval.video.min_frames, exp.eval.video.max_frames) == (4.0, 2, 64)
+    marks = provenance(cfg, applied)
+    other = "eval.video.fps" if item.startswith("data") else "data.video.fps"
+    assert marks[other] == f"--set {item} (shared)"
+    assert marks["eval.video.min_frames"] == "--set data.video.min_frames=2 (shared)"
+
+
 @pytest.mark.parametrize(
     ("item", "path", "expected"),
     [
@@ -152,6 +178,9 @@ def test_unknown_override_paths(project: Path, item: str, message: str) -> None:
         ("model.dtype=fp8", "model.dtype: Input should be 'auto', 'float32', 'bfloat16' or 'float16' (got 'fp8')"),
         ("data.video.nframes=8", "data.video: set exactly one of fps and nframes"),
         ("algo.advantage=grpoo", "algo.advantage: unknown advantages name 'grpoo'. Did you mean 'grpo'?"),
+        ("rollout.temperature=0", "rollout: temperature=0 is greedy decoding, one response per prompt: set n=1 (got n=8)"),
+        ("rollout.top_k=0", "rollout.top_k: must be -1 (off) or a positive number of tokens, got 0"),
+        ("rollout.top_k=-2", "rollout.top_k: must be -1 (off) or a positive number of tokens, got -2"),
     ],
 )
 def test_wrong_values_name_the_field(project: Path, item: str, message: str) -> None:
@@ -160,6 +189,21 @@ def test_wrong_values_name_the_field(project: Path, item: str, message: str) -> 
     with pytest.raises(ConfigError) as info:
         build_experiment(cfg)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("items", "expected"),
+    [
+        (["rollout.temperature=0", "rollout.n=1"], (0.0, 1, -1)),  # greedy with one response: fine
+        (["rollout.top_k=1"], (1.0, 8, 1)),
+        (["rollout.top_k=-1"], (1.0, 8, -1)),  # -1: off, as `SamplingParams` reads it
+    ],
+)
+def test_rollout_values_that_sample(project: Path, items: list[str], expected: tuple) -> None:
+    cfg, _ = load_config("toy", project)
+    apply_overrides(cfg, items)
+    rollout = build_experiment(cfg).rollout
+    assert (rollout.temperature, rollout.n, rollout.top_k) == expected
 
 
 def test_registry_references() -> None:

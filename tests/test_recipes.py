@@ -48,14 +48,17 @@ def test_show_has_the_published_settings(name: str, tmp_path: Path) -> None:
     assert {key: values[key] for key in PUBLISHED} == PUBLISHED
     assert values["model.name"] == RECIPES[name]
     assert values["resources.num_gpus"] == "8" and values["rollout.colocate"] == "True"
+    assert values["resources.learner_sharding"] == "'fsdp'"  # 7-8B with AdamW state does not fit replicated
     assert not (tmp_path / "hf").exists()  # nothing was downloaded or cached
 
 
 @pytest.mark.parametrize(
     ("variant", "expected"),
     [
-        ("small_gpu", {"resources.num_gpus": "1", "resources.learner_workers": "1", "rollout.n": "4", "data.video.max_frames": "32"}),
-        ("multi_node", {"resources.ray_address": "'auto'", "resources.num_gpus": "16", "resources.learner_workers": "16"}),
+        ("small_gpu", {"resources.num_gpus": "1", "resources.learner_workers": "1", "rollout.n": "4", "data.video.max_frames": "32",
+                       "resources.learner_sharding": "'replicated'"}),
+        ("multi_node", {"resources.ray_address": "'auto'", "resources.num_gpus": "16", "resources.learner_workers": "16",
+                        "resources.learner_sharding": "'fsdp'"}),
     ],
 )
 def test_variants(variant: str, expected: dict[str, str], tmp_path: Path) -> None:
@@ -78,6 +81,7 @@ def test_dry_run_records_the_config_with_a_local_model(name: str, tmp_path: Path
     assert config["model"]["name"] == "/models/local-copy"
     assert config["data"]["train"] == ["/data/mine.jsonl"]
     assert config["data"]["video"] == config["eval"]["video"]  # one VideoSpec for training and eval
+    assert config["data"]["image"] == config["eval"]["image"]  # and one ImageSpec
     assert (config["data"]["video"]["max_pixels"], config["data"]["image"]["max_pixels"]) == (262_144, 1_048_576)
     assert (config["algo"]["clip_low"], config["algo"]["clip_high"], config["optim"]["lr"]) == (0.2, 0.28, 1e-6)
     assert not (tmp_path / "hf").exists()
@@ -87,3 +91,16 @@ def test_nonsense_override_is_a_user_error(tmp_path: Path) -> None:
     out = evr1("show", "qwen3vl_8b_video", "--set", "resources.learner_workers=9", hf_home=tmp_path / "hf")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "learner_workers (9) > num_gpus (8)" in out.stderr
+
+
+@pytest.mark.parametrize("variant", ["experiment", "small_gpu"])
+def test_eval_reads_images_at_the_training_budget(variant: str) -> None:
+    from evr1.experiment import apply_overrides, build_experiment
+    from evr1.experiment_files import load_config
+
+    cfg, _ = load_config(f"qwen25vl_7b_video:{variant}")
+    exp = build_experiment(cfg)
+    assert exp.eval.image is exp.data.image
+    assert exp.eval.image.max_pixels == {"experiment": 1_048_576, "small_gpu": 256 * 28 * 28}[variant]
+    apply_overrides(cfg, ["data.image.max_pixels=401408"])
+    assert build_experiment(cfg).eval.image.max_pixels == 401_408

@@ -1,4 +1,4 @@
-"""`evr1 cache build | info | verify`: the LMDB tensor cache of prepared media."""
+"""`evr1 cache build | info | verify | prune`: the LMDB tensor cache of prepared media."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ from rich.markup import escape
 
 from evr1.errors import ConfigError
 
-app = typer.Typer(help="Build, inspect and verify the tensor cache.", no_args_is_help=True)
+app = typer.Typer(help="Build, inspect, verify and prune the tensor cache.", no_args_is_help=True)
 console = Console(highlight=False, soft_wrap=True)
 
 Opt = typer.Option
 
 
 def _settings(experiment: str, data: list[Path] | None, overrides: list[str] | None, options: dict[str, Any]):
-    """(data files, data root, video, image, cache specs, processor factory) from an experiment and/or options."""
+    """(splits, video, image, cache specs, processor factory) from an experiment and/or options.
+
+    An experiment's data are its training split and each validation file, every one with its own
+    media root, as training reads them; `--data` files are one split under one root.
+    """
+    from evr1.runner.datasets import Split, ensure_synthetic, train_split, val_splits
     from evr1.specs import DataSpec, ImageSpec, VideoSpec
 
     model = None
@@ -34,16 +39,26 @@ def _settings(experiment: str, data: list[Path] | None, overrides: list[str] | N
         raise ConfigError("--set needs an EXPERIMENT")
     else:
         spec = DataSpec()
-    files = list(data) if data else [Path(p) for p in (*spec.train, *spec.val)]
-    if not files:
-        raise ConfigError("no data: pass an EXPERIMENT with data.train/data.val, or --data FILE")
     video = _updated(spec.video, VideoSpec, options, "video_")
     image = _updated(spec.image, ImageSpec, options, "image_")
     cache = spec.cache.model_copy(update={k: v for k, v in (("path", options["cache"]), ("storage", options["storage"])) if v is not None})
     if cache.path is None:
         raise ConfigError("no cache path: set data.cache.path in the experiment or pass --cache DIR")
-    root = options["data_root"] or spec.data_root or files[0].parent
-    return files, Path(root), video, image, cache, lambda: _processor(options["family"], model)
+    if data:
+        from evr1.data.records import read_records, record_files
+
+        record_files(data)  # missing data files are reported before any heavy set-up
+        root = options["data_root"] or spec.data_root or Path(data[0]).parent
+        splits = [Split("data", tuple(read_records(list(data))), Path(root))]
+    else:
+        if not (spec.train or spec.val):
+            raise ConfigError("no data: pass an EXPERIMENT with data.train/data.val, or --data FILE")
+        if options["data_root"] is not None:
+            spec = spec.model_copy(update={"data_root": str(options["data_root"])})
+        if spec.synth is not None:
+            ensure_synthetic(spec.synth)  # as `evr1 run` does
+        splits = ([train_split(spec)] if spec.train else []) + val_splits(spec)
+    return splits, video, image, cache, lambda: _processor(options["family"], model)
 
 
 def _processor(family: str | None, model):
@@ -72,7 +87,7 @@ def _updated(spec, cls, options: dict[str, Any], prefix: str):
 def build(
     experiment: Annotated[str, typer.Argument(help="NAME[:VARIANT] of an experiment (its data, specs, cache and model).")] = "",
     data: Annotated[list[Path] | None, Opt("--data", help="Record files/folders (instead of the experiment's). Repeatable.")] = None,
-    data_root: Annotated[Path | None, Opt(help="Media paths are relative to this (default: data.data_root, else the first data file's folder).")] = None,
+    data_root: Annotated[Path | None, Opt(help="Media paths are relative to this (default: data.data_root, else each experiment data file's folder, or the first --data file's).")] = None,
     cache: Annotated[str | None, Opt(help="Cache directory (default: data.cache.path).")] = None,
     family: Annotated[str | None, Opt(help="Use the default processors of a family: qwen2-vl, qwen2.5-vl, qwen3-vl (default: the experiment's model).")] = None,
     storage: Annotated[str | None, Opt(help="uint8 (default, exact) or bfloat16.")] = None,
@@ -91,31 +106,36 @@ def build(
     strict: Annotated[bool, Opt(help="Exit with status 1 when any media file failed.")] = False,
     progress: Annotated[bool, Opt(help="Show a progress bar.")] = True,
 ) -> None:
-    """Prepare every video and image of a dataset once and store the model-ready pixels. Resumable."""
-    from evr1.data.records import read_records, record_files
+    """Prepare every video and image of a dataset once and store the model-ready pixels. Resumable.
 
+    An experiment's training and validation files are built split by split, each against its own
+    media root, as training reads them. One failure report lists every split's failures.
+    """
     options = {
         "cache": cache, "storage": storage, "data_root": data_root, "family": family,
         "video_fps": fps, "video_nframes": nframes, "video_min_frames": min_frames, "video_max_frames": max_frames,
         "video_min_pixels": min_pixels, "video_max_pixels": max_pixels, "video_total_pixels": total_pixels,
         "image_min_pixels": image_min_pixels, "image_max_pixels": image_max_pixels,
     }
-    files, root, video, image, cache_spec, processor = _settings(experiment, data, overrides, options)
-    record_files(files)  # missing data files are reported before any heavy set-up
+    splits, video, image, cache_spec, processor = _settings(experiment, data, overrides, options)
     from evr1.data.cache_build import build_cache
 
-    report = build_cache(
-        read_records(files), video=video, image=image, cache=cache_spec, processor=processor(), data_root=root,
-        workers=workers, failures_path=failures, progress=progress,
-    )
-    console.print(
-        f"cache {cache_spec.path}: {report.media} media, {report.built} built, {report.skipped} already present, "
-        f"{report.failed} failed ({report.seconds:.1f} s)"
-    )
-    if report.failures:
+    proc = processor()
+    failed = []
+    for split in splits:
+        report = build_cache(
+            split.records, video=video, image=image, cache=cache_spec, processor=proc, data_root=split.root,
+            workers=workers, failures_path=failures, progress=progress, split=split.name,
+        )
+        console.print(
+            f"cache {cache_spec.path} ({split.name}): {report.media} media, {report.built} built, {report.skipped} already present, "
+            f"{report.failed} failed ({report.seconds:.1f} s)"
+        )
         for item in report.failures[:10]:
             console.print(f"failed: record {item['record']!r} {item['file']}: {item['reason']}: {item['detail']}", markup=False)
-        console.print(f"failure report: {report.failures_path} ({len(report.failures)} lines)")
+        failed += report.failures
+    if failed:
+        console.print(f"failure report: {report.failures_path} ({len(failed)} lines from this build)")
         if strict:
             raise typer.Exit(1)
 
@@ -130,7 +150,7 @@ def info(path: Annotated[Path, typer.Argument(help="Cache directory.")]) -> None
     console.print(f"cache {path}: {stats.entries} entries, {stats.payload_bytes / 1e6:.1f} MB in entries, {stats.file_bytes / 1e6:.1f} MB file")
     for b in store.builds():
         console.print(
-            f"build {b['name'][:19]}: {b['media']} media, {b['built']} built, {b['skipped']} already present, "
+            f"build {b['name'][:19]}{' (' + b['split'] + ')' if b.get('split') else ''}: {b['media']} media, {b['built']} built, {b['skipped']} already present, "
             f"{b['failed']} failed, storage {b['storage']}, data root {b['data_root']}"
         )
         console.print("  video: " + _fields(b["video"]))
@@ -151,7 +171,11 @@ def verify(
     decode: Annotated[bool, Opt(help="Also prepare the source again and compare the bytes.")] = False,
     seed: Annotated[int, Opt()] = 0,
 ) -> None:
-    """Re-hash a sample of entries (and optionally re-decode their sources); exit 1 on any bad entry."""
+    """Re-hash a sample of entries (and optionally re-decode their sources); exit 1 on any bad entry.
+
+    Entries of an older cache schema are never read (they are rebuilt); they are counted apart,
+    not as bad: remove them with `evr1 cache prune`.
+    """
     from evr1.data.cache_verify import verify_cache
 
     result = verify_cache(path, sample=sample, decode=decode, seed=seed)
@@ -159,6 +183,21 @@ def verify(
         console.print(f"[red]bad[/red] {escape(str(problem))}")
     for note in result.stale:
         console.print(f"[yellow]stale[/yellow] {escape(str(note))}")
-    console.print(f"checked {result.checked} of {result.entries} entries: {len(result.problems)} bad, {len(result.stale)} with a changed or missing source")
+    console.print(
+        f"checked {result.checked} of {result.entries} entries: {len(result.problems)} bad, {len(result.stale)} with a changed"
+        f" or missing source, {len(result.old_schema)} of an older schema"
+    )
+    if result.old_schema:
+        console.print(f"entries of an older schema are never read: remove them with `evr1 cache prune {escape(str(path))}`")
     if result.problems:
         raise typer.Exit(1)
+
+
+@app.command()
+def prune(path: Annotated[Path, typer.Argument(help="Cache directory.")]) -> None:
+    """Remove every entry of an older cache schema (never read by this evr1). The file keeps its size;
+    later builds reuse the freed space."""
+    from evr1.data.cache_verify import prune_cache
+
+    removed, entries = prune_cache(path)
+    console.print(f"cache {path}: removed {removed} of {entries} entries (older schema)")

@@ -67,7 +67,9 @@ def run(
     name: Annotated[str, typer.Argument(help="NAME[:VARIANT] of the experiment.")] = "",
     overrides: SetOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and write the run directory, do not train.")] = False,
-    run_dir: Annotated[Optional[Path], typer.Option(help="Run directory (default: <run_root>/<name>/<timestamp>).")] = None,
+    run_dir: Annotated[
+        Optional[Path], typer.Option(help="Run directory (default: <run_root>/<name>/<timestamp>); one holding a run is refused.")
+    ] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory with its recorded config.")] = None,
 ) -> None:
     """Validate an experiment, write its run directory, and train."""

@@ -27,7 +27,7 @@ from typing import Any
 from evr1.data.media import Geometry
 from evr1.errors import Evr1Error
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: clip-clock timestamps, clip start frame and source size in `MediaInfo`
 MAGIC = b"EVR1C\x01"
 _ALIGN = 64
 _ENTRIES, _BUILDS = b"entries", b"builds"
@@ -80,19 +80,40 @@ def encode_entry(header: dict[str, Any], payload: bytes | memoryview) -> bytes:
     return b"".join([MAGIC, struct.pack("<I", len(head)), head, b"\0" * pad, payload])
 
 
-def decode_entry(value: memoryview | bytes) -> tuple[dict[str, Any], memoryview]:
-    """The header and a zero-copy view of the raw bytes of one cache value."""
-    view = memoryview(value)
+def _header(view: memoryview) -> tuple[dict[str, Any], int]:
+    """The JSON header of one cache value and where its payload starts."""
     if bytes(view[: len(MAGIC)]) != MAGIC:
         raise CacheError("cache entry has an unknown format (bad magic)")
     (size,) = struct.unpack("<I", view[len(MAGIC) : len(MAGIC) + 4])
     start = len(MAGIC) + 4
     header = json.loads(bytes(view[start : start + size]))
-    offset = start + size + (-(start + size) % _ALIGN)
+    return header, start + size + (-(start + size) % _ALIGN)
+
+
+def entry_schema(value: memoryview | bytes) -> Any:
+    """The schema an encoded entry was written under (None when its header is unreadable)."""
+    try:
+        return _header(memoryview(value))[0].get("schema")
+    except (CacheError, ValueError, struct.error):
+        return None
+
+
+def decode_entry(value: memoryview | bytes) -> tuple[dict[str, Any], memoryview]:
+    """The header and a zero-copy view of the raw bytes of one cache value."""
+    view = memoryview(value)
+    header, offset = _header(view)
     payload = view[offset:]
-    if header.get("schema") != SCHEMA_VERSION or len(payload) != header.get("nbytes"):
-        raise CacheError(f"cache entry is truncated or of another schema ({len(payload)} bytes, header says {header.get('nbytes')})")
+    if header.get("schema") != SCHEMA_VERSION:
+        raise CacheError(
+            f"cache entry has schema {header.get('schema')}, this evr1 reads schema {SCHEMA_VERSION}: rebuild with `evr1 cache build`"
+        )
+    if len(payload) != header.get("nbytes"):
+        raise CacheError(f"cache entry is truncated ({len(payload)} bytes, header says {header.get('nbytes')})")
     return header, payload
+
+
+def _gb(size: int) -> str:
+    return f"{size / 2**30:.3g} GB"
 
 
 @dataclass(frozen=True)
@@ -118,7 +139,10 @@ class TensorCache:
     """An LMDB environment of cache entries, shared by every `TensorCache` of a path in a process.
 
     Readers and the one builder may live in the same process; after a fork the child opens its own
-    environment on first use. A cache on a read-only file system is opened read-only.
+    environment on first use. A writer asking for a larger map than the shared environment has
+    grows it. A cache in a folder this process cannot write (a read-only file system, or a folder
+    without write permission) is opened read-only and without LMDB's lock file, so nobody may
+    write it meanwhile.
     """
 
     def __init__(self, path: str | Path, *, write: bool = False, map_size_gb: int = 256) -> None:
@@ -133,6 +157,8 @@ class TensorCache:
             if slot not in _OPEN:
                 _drop_inherited(slot[1])
                 _OPEN[slot] = [*self._open_env(), 0]
+            elif self.write:
+                self._grow(_OPEN[slot][0])
             _OPEN[slot][2] += 1
             self._slot = slot
             return _OPEN[slot][0]
@@ -149,13 +175,27 @@ class TensorCache:
             raise CacheError(f"cannot write the cache at {self.path}: the folder is read-only")
         try:
             env = lmdb.open(
-                str(self.path), map_size=self.map_size, max_dbs=4, readonly=readonly,
+                str(self.path), map_size=self.map_size, max_dbs=4, readonly=readonly, lock=not readonly,
                 max_readers=2048, readahead=False, meminit=False,
             )
             dbs = {name: env.open_db(name, create=self.write) for name in (_ENTRIES, _BUILDS)}
         except lmdb.Error as exc:
             raise CacheError(f"cannot open the cache at {self.path}: {exc}") from None
         return env, dbs
+
+    def _grow(self, env: Any) -> None:
+        """Widen the shared environment's map to this handle's `map_size` (it never shrinks).
+
+        LMDB allows this only while no transaction of this process is open: writers are opened
+        before readers' threads start reading (as `build_cache` and the trainer do).
+        """
+        import lmdb
+
+        if env.info()["map_size"] < self.map_size:
+            try:
+                env.set_mapsize(self.map_size)
+            except lmdb.Error as exc:
+                raise CacheError(f"cannot grow the map of the cache at {self.path} to {_gb(self.map_size)}: {exc}") from None
 
     @property
     def _dbs(self) -> dict[bytes, Any]:
@@ -193,8 +233,21 @@ class TensorCache:
                 txn.put(key, value)
         except lmdb.MapFullError:
             raise CacheError(
-                f"the cache at {self.path} is full ({self.map_size >> 30} GB map): raise data.cache.map_size_gb and build again"
+                f"the cache at {self.path} is full ({_gb(env.info()['map_size'])} map): raise data.cache.map_size_gb and build again"
             ) from None
+
+    def schemas(self) -> dict[bytes, Any]:
+        """The schema of every entry, read from the headers (payloads are not copied)."""
+        env = self._open()
+        with env.begin(db=self._dbs[_ENTRIES], buffers=True) as txn:
+            return {bytes(k): entry_schema(v) for k, v in txn.cursor()}
+
+    def delete(self, keys: list[bytes]) -> None:
+        """Remove entries, in one transaction (their pages are reused by later entries; the file does not shrink)."""
+        env = self._open()
+        with env.begin(write=True, db=self._dbs[_ENTRIES]) as txn:
+            for key in keys:
+                txn.delete(key)
 
     def log_build(self, name: str, summary: dict[str, Any]) -> None:
         env = self._open()

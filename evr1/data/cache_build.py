@@ -4,7 +4,7 @@ Workers decode, sample, resize and lay out pixels (and encode the entry); the ca
 the only writer. Entries already present are skipped, so an interrupted build resumes where it
 stopped. A media file that cannot be prepared (missing, empty, corrupt, unsupported codec, one
 frame, ...) never stops the build: each record that uses it gets a line in the failure report
-(JSONL: `record`, `file`, `kind`, `reason`, `detail`).
+(JSONL: `record`, `file`, `kind`, `reason`, `detail`, and `split` when the build names one).
 """
 
 from __future__ import annotations
@@ -127,8 +127,14 @@ def _failure(record_id: str, ref: MediaRef, reason: str, detail: str) -> dict[st
 def build_cache(
     records: Iterable[Record], *, video: VideoSpec, image: ImageSpec, cache: CacheSpec, processor: Any,
     data_root: str | Path, workers: int = 1, failures_path: str | Path | None = None, progress: bool = True,
+    split: str | None = None,
 ) -> BuildReport:
-    """Prepare every media file of `records` into the cache at `cache.path`; see the module doc."""
+    """Prepare every media file of `records` into the cache at `cache.path`; see the module doc.
+
+    `split` names the records' split (e.g. `train`): its failure lines carry it, and the failure
+    report (default `CACHE/failures.jsonl`) keeps the other splits' lines, so one report lists the
+    latest failures of every split.
+    """
     from tqdm import tqdm
 
     if cache.path is None:
@@ -138,40 +144,46 @@ def build_cache(
     started = time.perf_counter()
     loader = MediaLoader(video, image, cache.model_copy(update={"mode": "bypass"}), processor, data_root)
     store = TensorCache(cache.path, write=True, map_size_gb=cache.map_size_gb)
-    tasks, skipped, failures = plan(records, loader, store)
-    early = len({(f["file"], f["reason"]) for f in failures})
-    report = BuildReport(media=len(tasks) + skipped + early, skipped=skipped)
-    bar = tqdm(total=report.media, initial=skipped + early, unit="media", desc="cache build", disable=not progress, dynamic_ncols=True)
     try:
-        for task, (status, value) in _run(tasks, loader, workers):
-            if status == "ok":
-                store.put(task.key, value)
-                report.built += 1
-            else:
-                failures.extend(_failure(r, task.ref, *value) for r in task.records)
-            bar.update(1)
+        tasks, skipped, failures = plan(records, loader, store)
+        early = len({(f["file"], f["reason"]) for f in failures})
+        report = BuildReport(media=len(tasks) + skipped + early, skipped=skipped)
+        bar = tqdm(total=report.media, initial=skipped + early, unit="media", desc="cache build", disable=not progress,
+                   dynamic_ncols=True)
+        try:
+            for task, (status, value) in _run(tasks, loader, workers):
+                if status == "ok":
+                    store.put(task.key, value)
+                    report.built += 1
+                else:
+                    failures.extend(_failure(r, task.ref, *value) for r in task.records)
+                bar.update(1)
+        finally:
+            bar.close()
+        report.failures = [{**f, "split": split} for f in failures] if split is not None else failures
+        report.failed = len({(f["file"], f["reason"]) for f in failures})
+        report.seconds = time.perf_counter() - started
+        report.failures_path = str(_write_failures(report.failures, failures_path or Path(cache.path) / "failures.jsonl", split))
+        store.log_build(datetime.now(UTC).isoformat(timespec="microseconds"), {
+            "video": video.model_dump(mode="json"), "image": image.model_dump(mode="json"),
+            "processor": {k: m.identity for k, m in loader.modalities.items()}, "storage": cache.storage,
+            "data_root": str(Path(data_root).resolve()), "split": split,
+            **{k: v for k, v in asdict(report).items() if k != "failures"},
+        })
     finally:
-        bar.close()
-    report.failures = failures
-    report.failed = len({(f["file"], f["reason"]) for f in failures})
-    report.seconds = time.perf_counter() - started
-    report.failures_path = str(_write_failures(failures, failures_path or Path(cache.path) / "failures.jsonl"))
-    store.log_build(datetime.now(UTC).isoformat(timespec="microseconds"), {
-        "video": video.model_dump(mode="json"), "image": image.model_dump(mode="json"),
-        "processor": {k: m.identity for k, m in loader.modalities.items()}, "storage": cache.storage,
-        "data_root": str(Path(data_root).resolve()),
-        **{k: v for k, v in asdict(report).items() if k != "failures"},
-    })
-    store.close()
+        store.close()
     return report
 
 
-def _write_failures(failures: list[dict], path: str | Path) -> Path:
+def _write_failures(failures: list[dict], path: str | Path, split: str | None) -> Path:
+    """Write this build's failures, keeping the lines of other splits (a split's new build replaces its old lines)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
-        for item in failures:
-            f.write(json.dumps(item, ensure_ascii=False) + "\n")
+    kept = []
+    if path.is_file():
+        kept = [line for line in path.read_text(encoding="utf-8").splitlines() if line and json.loads(line).get("split") != split]
+    lines = kept + [json.dumps(item, ensure_ascii=False) for item in failures]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
 

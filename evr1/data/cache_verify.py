@@ -1,4 +1,5 @@
-"""`evr1 cache verify`: re-hash a sample of entries, check their sources, optionally re-decode them."""
+"""`evr1 cache verify`: re-hash a sample of entries, check their sources, optionally re-decode them.
+`evr1 cache prune`: remove the entries of older cache schemas, which this evr1 never reads."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evr1.data.cache import CacheError, TensorCache, digest
+from evr1.data.cache import SCHEMA_VERSION, CacheError, TensorCache, digest, entry_schema
 from evr1.data.media import Geometry, MediaError
 
 
@@ -17,6 +18,7 @@ class VerifyResult:
     checked: int = 0
     problems: list[str] = field(default_factory=list)  # entries whose bytes are wrong: the cache is damaged
     stale: list[str] = field(default_factory=list)  # entries whose source changed or vanished: never hit again
+    old_schema: list[str] = field(default_factory=list)  # entries of an older cache schema: never read, not damaged
 
 
 def verify_cache(path: str | Path, sample: int = 64, decode: bool = False, seed: int = 0) -> VerifyResult:
@@ -50,8 +52,25 @@ def verify_cache(path: str | Path, sample: int = 64, decode: bool = False, seed:
                     if fresh != bytes(payload):
                         result.problems.append(f"{where}: preparing the source again gives different bytes")
         except (CacheError, KeyError, ValueError, MediaError) as exc:
-            result.problems.append(f"{name}: unreadable entry: {exc}")
+            schema = entry_schema(store.raw(key))
+            if schema is not None and schema != SCHEMA_VERSION:
+                result.old_schema.append(f"{name}: schema {schema}")
+            else:
+                result.problems.append(f"{name}: unreadable entry: {exc}")
+    store.close()
     return result
+
+
+def prune_cache(path: str | Path) -> tuple[int, int]:
+    """Remove every entry written under another cache schema; returns (removed, entries before)."""
+    store = TensorCache(path, write=True)
+    try:
+        schemas = store.schemas()
+        old = [key for key, schema in schemas.items() if schema not in (SCHEMA_VERSION, None)]
+        store.delete(old)
+    finally:
+        store.close()
+    return len(old), len(schemas)
 
 
 def _prepare_again(header: dict, file: Path) -> bytes:

@@ -28,13 +28,21 @@ class MediaInfo:
 
     kind: Literal["video", "image"]
     grid_thw: tuple[int, int, int]
-    height: int
+    height: int  # as shown to the model (resized)
     width: int
-    frame_indices: tuple[int, ...] = ()
-    timestamps: tuple[float, ...] = ()  # seconds into the source video, per sampled frame
+    frame_indices: tuple[int, ...] = ()  # indices into the source video
+    timestamps: tuple[float, ...] = ()  # per sampled frame: seconds since the clip's first frame (the clip clock)
     video_fps: float | None = None
     sample_fps: float | None = None
     total_frames: int | None = None  # frames of the clip the sample was taken from
+    first_frame: int = 0  # index of the clip's first frame in the source video (0 s on the clip clock)
+    source_height: int | None = None  # the original image or video frame
+    source_width: int | None = None
+
+    @property
+    def clip_indices(self) -> tuple[int, ...]:
+        """The sampled frames counted from the clip's first frame."""
+        return tuple(i - self.first_frame for i in self.frame_indices)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,7 +104,7 @@ def prepare_video(
     patches = video_patches(frames, geometry)
     return Prepared(patches, MediaInfo(
         "video", patches.grid_thw, plan.height, plan.width, plan.indices, plan.timestamps,
-        plan.video_fps, plan.sample_fps, plan.total_frames,
+        plan.video_fps, plan.sample_fps, plan.total_frames, plan.first, plan.source_height, plan.source_width,
     ))
 
 
@@ -105,4 +113,6 @@ def prepare_image(path: str | Path, spec: ImageSpec, geometry: Geometry) -> Prep
     pixels = torch.from_numpy(read_image(path)).permute(2, 0, 1)
     height, width = image_size(str(path), spec, geometry, pixels.shape[1], pixels.shape[2])
     patches = image_patches(resize_image(pixels, height, width, geometry), geometry)
-    return Prepared(patches, MediaInfo("image", patches.grid_thw, height, width))
+    return Prepared(patches, MediaInfo(
+        "image", patches.grid_thw, height, width, source_height=pixels.shape[1], source_width=pixels.shape[2],
+    ))

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import torch
 
-from evr1.data.cache import CacheError, TensorCache, entry_key, processor_identity, source_identity
+from evr1.data.cache import SCHEMA_VERSION, CacheError, TensorCache, entry_key, processor_identity, source_identity
 from evr1.data.decode import check_decoder, check_file
 from evr1.data.live import MediaInfo, Prepared, prepare_image, prepare_video
 from evr1.data.media import Geometry
@@ -47,6 +47,7 @@ class ProcessedMedia:
 
     @property
     def timestamps(self) -> tuple[float, ...]:
+        """Seconds since the clip's first frame (the clip clock) of every sampled frame."""
         return self.info.timestamps
 
     @property
@@ -65,8 +66,9 @@ class ProcessedMedia:
         return {"pixel_values": self.pixel_values, "image_grid_thw": self.grid_thw}
 
     def video_metadata(self) -> dict[str, Any]:
-        """The `video_metadata` HF processors take (Qwen3-VL prompt timestamps come from it)."""
-        return {"fps": self.info.video_fps, "frames_indices": list(self.info.frame_indices), "total_num_frames": self.info.total_frames}
+        """The `video_metadata` HF processors take (Qwen3-VL prompt timestamps come from it): frames
+        counted from the clip's first frame, so the prompt's times are on the clip clock, as `timestamps`."""
+        return {"fps": self.info.video_fps, "frames_indices": list(self.info.clip_indices), "total_num_frames": self.info.total_frames}
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,8 @@ class MediaLoader:
             if self.cache_spec.mode == "only":
                 raise CacheMissError(
                     f"record {record_id!r}: no cache entry for {ref.kind} {ref.path!r} under the current settings "
-                    f"(cache {self.cache_spec.path}, mode 'only'); rebuild with `evr1 cache build`"
+                    f"and cache schema {SCHEMA_VERSION} (cache {self.cache_spec.path}, mode 'only'; entries of an older "
+                    "schema are never read); rebuild with `evr1 cache build`"
                 )
         prepared = self.prepare(ref)
         mod = self.modalities[ref.kind]

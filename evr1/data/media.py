@@ -7,6 +7,8 @@ cached sample is what the Qwen-VL recipes feed their models:
 - the frame count is `nframes` rounded to a multiple of 2, or `duration * spec.fps` clamped to
   `[min_frames, max_frames]` and to the clip's frames, floored to a multiple of 2;
 - frames are taken at `linspace(first, last, n).round()` (float32, as torch computes it);
+- frame times are on the clip clock: seconds since the clip's first frame `first` (a whole video's
+  clock is the file's);
 - every frame gets the same size: the HF `smart_resize` to a multiple of the family's alignment
   (28 for Qwen2/2.5-VL, 32 for Qwen3-VL) within `[min_pixels, max_pixels]`, where an optional
   `total_pixels` budget lowers `max_pixels` to `total_pixels / n * 2` (never below 1.05 x min).
@@ -70,6 +72,9 @@ class FramePlan:
     width: int
     video_fps: float
     total_frames: int  # frames of the (clipped) range the sample is taken from
+    first: int  # index of the range's first frame: 0 s on the clip clock
+    source_height: int  # the video's own frame size
+    source_width: int
 
     @property
     def sample_fps(self) -> float:
@@ -77,9 +82,14 @@ class FramePlan:
         return len(self.indices) / max(self.total_frames, 1e-6) * self.video_fps
 
     @property
+    def clip_indices(self) -> tuple[int, ...]:
+        """The sampled frames counted from the clip's first frame."""
+        return tuple(i - self.first for i in self.indices)
+
+    @property
     def timestamps(self) -> tuple[float, ...]:
-        """Seconds into the source video of every sampled frame."""
-        return tuple(i / self.video_fps for i in self.indices)
+        """Seconds on the clip clock (since the clip's first frame) of every sampled frame."""
+        return tuple(i / self.video_fps for i in self.clip_indices)
 
 
 def clip_range(path: str, total_frames: int, video_fps: float, start: float | None, end: float | None) -> tuple[int, int]:
@@ -147,7 +157,7 @@ def plan_frames(
     n = count_frames(path, spec, span, video_fps)
     min_pixels, max_pixels = frame_pixel_limits(spec, n)
     h, w = _checked_resize(path, height, width, geometry.factor, min_pixels, max_pixels)
-    return FramePlan(sample_indices(first, last, n), h, w, video_fps, span)
+    return FramePlan(sample_indices(first, last, n), h, w, video_fps, span, first, height, width)
 
 
 def image_size(path: str, spec: ImageSpec, geometry: Geometry, height: int, width: int) -> tuple[int, int]:

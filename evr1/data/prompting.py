@@ -2,7 +2,9 @@
 
 `RecordPrompter` is what the rollout, the learner and the evaluation share, so a record always
 becomes the same tokens. Media come from a `MediaLoader` (the tensor cache or live decoding);
-each record's prompt is built once and reused by every pass that needs it.
+each record's prompt is built once and reused by every pass that needs it, and what the model was
+shown of it (`shown_of`: frame times on the clip clock, fps, shown and original size) is kept for
+the rewards.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from evr1.data.loader import MediaLoader
+from evr1.data.loader import MediaLoader, ProcessedMedia
 from evr1.data.records import Record
+from evr1.rewards.contract import BoxUnits, Shown, model_box_units
 from evr1.specs import PromptSpec
 
 
@@ -26,13 +29,33 @@ def question_text(record: Record, spec: PromptSpec) -> str:
     return "\n".join(parts)
 
 
+def shown_of(media: Sequence[ProcessedMedia], box_units: BoxUnits | None = None) -> Shown | None:
+    """What the model is shown of a record, for the rewards: its first video, else its first image."""
+    item = next((m for m in media if m.kind == "video"), media[0] if media else None)
+    if item is None:
+        return None
+    info = item.info
+    source = (info.source_width, info.source_height) if info.source_width and info.source_height else None
+    if item.kind == "image":
+        return Shown((info.width, info.height), source, box_units=box_units)
+    return Shown((info.width, info.height), source, info.timestamps, info.sample_fps, box_units)
+
+
+def box_units_of(processor: Any) -> BoxUnits:
+    """The units the model of an HF Qwen-VL `processor` answers boxes in (its family's convention)."""
+    from evr1.models.families import family
+
+    return model_box_units(family(processor))
+
+
 class RecordPrompter:
     """Builds (and memoises by record id) the prompt of each record."""
 
     def __init__(self, processor: Any, loader: MediaLoader, spec: PromptSpec) -> None:
         self.processor, self.loader, self.spec = processor, loader, spec
+        self.box_units = box_units_of(processor)
         self._memo: dict[str, Any] = {}
-        self.timing: dict[str, tuple[tuple[float, ...], float | None]] = {}  # id -> frame times, sample fps
+        self.shown: dict[str, Shown] = {}  # record id -> what the model was shown (records with media)
         self.cache_hits = 0
         self.media_loaded = 0
 
@@ -45,18 +68,18 @@ class RecordPrompter:
             self.cache_hits += sum(m.cache_hit for m in media)
             messages = chat_messages(question_text(record, self.spec), [m.kind for m in media], self.spec.system)
             self._memo[record.id] = build_prompt(self.processor, messages, [m.processor_inputs() for m in media])
-            video = next((m for m in media if m.kind == "video"), None)
-            if video is not None:  # what the model saw, for rewards that read frame indices or times
-                self.timing[record.id] = (video.timestamps, video.info.sample_fps)
+            shown = shown_of(media, self.box_units)
+            if shown is not None:
+                self.shown[record.id] = shown
         return self._memo[record.id]
 
     def many(self, records: Sequence[Record]) -> list[Any]:
         return [self(r) for r in records]
 
     def forget(self) -> dict[str, int]:
-        """Drop memoised prompts and timings and return the media counts since the last call (call once per step)."""
+        """Drop memoised prompts and what was shown, and return the media counts since the last call (call once per step)."""
         stats = {"media/loaded": self.media_loaded, "media/cache_hits": self.cache_hits}
         self._memo.clear()
-        self.timing = {}
+        self.shown = {}
         self.media_loaded = self.cache_hits = 0
         return stats

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from evr1.data.records import Record
 from evr1.eval.prompting import PromptMode, prompt_hash, question_text
+from evr1.rewards.contract import Shown
 
 
 @dataclass
@@ -23,7 +24,7 @@ class Prepared:
     text: str  # the rendered prompt (chat text for a model, the question for a script)
     prompt: Any = None  # evr1.models.Prompt for a model
     error: str | None = None
-    frame_timestamps: tuple[float, ...] | None = None
+    shown: Shown | None = None  # what the model saw (clip-clock frame times, sizes) and its box units
     cache_hits: int = 0
 
     @property
@@ -79,10 +80,14 @@ class EngineResponder:
 
     def __init__(self, engine: Any, processor: Any, loader: Any, params: Any, *, mode: PromptMode = "direct",
                  model: str = "?", max_prompt_tokens: int | None = None) -> None:
+        from evr1.data.prompting import box_units_of
+
         self.engine, self.processor, self.loader, self.params = engine, processor, loader, params
         self.mode, self.model, self.max_prompt_tokens = mode, model, max_prompt_tokens
+        self.box_units = box_units_of(processor)
 
     def prepare(self, record: Record) -> Prepared:
+        from evr1.data.prompting import shown_of
         from evr1.models import chat_messages
 
         question = question_text(record, self.mode)
@@ -91,9 +96,8 @@ class EngineResponder:
             prompt, media = media_prompt(self.processor, self.loader, messages, record.media, record.id)
         except Exception as exc:  # this sample fails (bad video, prompt error); the run goes on
             return Prepared(record, question, error=f"{type(exc).__name__}: {exc}")
-        stamps = next((m.timestamps for m in media if m.kind == "video"), None)
-        return Prepared(record, prompt.text, prompt, frame_timestamps=stamps, cache_hits=sum(m.cache_hit for m in media),
-                        error=too_long(prompt, self.max_prompt_tokens))
+        return Prepared(record, prompt.text, prompt, shown=shown_of(media, self.box_units),
+                        cache_hits=sum(m.cache_hit for m in media), error=too_long(prompt, self.max_prompt_tokens))
 
     def respond(self, batch: Sequence[Prepared]) -> list[str]:
         results = self.engine.generate([p.prompt for p in batch], self.params)

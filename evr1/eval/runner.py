@@ -28,6 +28,7 @@ from evr1.eval.benchmark import Benchmark
 from evr1.eval.responders import Prepared, Responder
 from evr1.problem_types import ProblemType
 from evr1.rewards import RewardInput, RewardRouter, extract_answer
+from evr1.rewards.contract import Shown
 from evr1.rewards.multiple_choice import choice_letter
 
 logger = logging.getLogger("evr1.eval")
@@ -116,10 +117,11 @@ Scored = tuple[float, dict[str, float], str | None]  # accuracy, components (no 
 
 
 def score_responses(records: Sequence[Record], responses: Sequence[str], router: RewardRouter,
-                    frame_timestamps: Sequence[tuple[float, ...] | None] | None = None) -> list[Scored]:
-    """Score each response to its record; a scorer failure or "not applicable" scores 0 with `error` set."""
-    stamps = frame_timestamps if frame_timestamps is not None else [None] * len(records)
-    inputs = [RewardInput.from_record(r, text, frame_timestamps=t) for r, text, t in zip(records, responses, stamps)]
+                    shown: Sequence[Shown | None] | None = None) -> list[Scored]:
+    """Score each response to its record, read against what the model was `shown` of it (when known);
+    a scorer failure or "not applicable" scores 0 with `error` set."""
+    seen = shown if shown is not None else [None] * len(records)
+    inputs = [RewardInput.from_record(r, text, shown=s) for r, text, s in zip(records, responses, seen)]
     out = []
     for output in router.score(inputs):
         error = output.error or (None if output.applicable else "scorer not applicable to this sample")
@@ -156,7 +158,7 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
             ready = [p for p in batch if p.error is None]
             responses = dict(zip((p.record.id for p in ready), responder.respond(ready))) if ready else {}
             scored = score_responses([p.record for p in ready], list(responses.values()), router,
-                                     [p.frame_timestamps for p in ready]) if ready else []
+                                     [p.shown for p in ready]) if ready else []
             scores = dict(zip(responses, scored))
             for p in batch:
                 row = _row(bench, p, responses.get(p.record.id), scores.get(p.record.id), sid)

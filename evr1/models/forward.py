@@ -170,3 +170,26 @@ def response_logprobs(
     """Teacher-forced log-probs `(B, R)` (float32) of each response token at `temperature`, and the mask."""
     logits, targets, mask = response_logits(model, prompts, responses, pad_id, temperature=temperature)
     return gather_logprobs(logits, targets).masked_fill(~mask, 0.0), mask
+
+
+def has_pixels(prompts: Sequence[Prompt]) -> bool:
+    """Whether any prompt carries images or video frames (and so runs the vision tower)."""
+    return any("pixel_values" in p.mm or "pixel_values_videos" in p.mm for p in prompts)
+
+
+def vision_anchor(model: Any) -> torch.Tensor:
+    """0 times the output of the vision tower on one blank merged patch: a zero scalar with gradients.
+
+    Adding it to a media-less micro-batch's loss gives every parameter of the tower, its merger
+    and (Qwen3-VL) its deepstack mergers an exactly-zero gradient instead of none, so sharded
+    (FSDP2) workers reduce the same parameters whatever their media. Call it after the model's
+    forward on the same micro-batch (under FSDP2 the root unit's parameters are gathered then).
+    """
+    visual = model.model.visual
+    config = visual.config
+    merge = config.spatial_merge_size
+    grid = torch.tensor([[1, merge, merge]], device=visual.device)
+    width = config.in_channels * config.temporal_patch_size * config.patch_size**2
+    out = visual(torch.zeros(merge * merge, width, dtype=visual.dtype, device=visual.device), grid_thw=grid)
+    features = [out.pooler_output, *(getattr(out, "deepstack_features", None) or ())]
+    return sum(f.float().sum() for f in features) * 0.0

@@ -91,6 +91,10 @@ def _summary(obj: Any) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else "(no description)"
 
 
+def _dist(ep: metadata.EntryPoint) -> str:
+    return ep.dist.name if ep.dist is not None else "?"
+
+
 def _module_of(obj: Any) -> str:
     module = getattr(obj, "__module__", None) or type(obj).__module__
     return module or "?"
@@ -101,7 +105,9 @@ class Registry(Generic[T]):
 
     Built-in components are imported lazily from `builtin_modules` on first lookup, so that
     creating registries (and importing `evr1`) stays cheap. Names without a namespace are
-    reserved for evr1's own modules; plugins use `owner/name`.
+    reserved for evr1's own modules; plugins use `owner/name`. An entry point whose name is
+    already taken (a built-in, a runtime registration, another plugin) makes that name an error
+    on lookup, naming both sides; the registry's other names keep working.
     """
 
     def __init__(self, name: str, *, builtin_modules: Sequence[str] = (), check: Check | None = None) -> None:
@@ -113,6 +119,7 @@ class Registry(Generic[T]):
         self._origins: dict[str, str] = {}
         self._aliases: dict[str, str] = {}
         self._pending: dict[str, metadata.EntryPoint] = {}
+        self._clashes: dict[str, str] = {}  # name -> why it is ambiguous (an entry point collides)
         self._loaded = False
         self._loading = False
         self._lock = threading.RLock()
@@ -173,13 +180,31 @@ class Registry(Generic[T]):
             finally:
                 self._loading = False
             for ep in metadata.entry_points(group=self.group):
-                if ep.name not in self._entries:
+                taken = self._taken_by(ep)
+                if taken is None:
                     self._pending[ep.name] = ep
+                else:
+                    self._clashes[ep.name] = (
+                        f"{self.name} plugin {ep.name!r} ({ep.value}, from {_dist(ep)}) collides with {taken}:"
+                        f" plugin names must be namespaced and unique, e.g. 'yourpkg/{ep.name.rpartition('/')[2]}';"
+                        f" rename the entry point or uninstall {_dist(ep)}"
+                    )
             self._loaded = True
+
+    def _taken_by(self, ep: metadata.EntryPoint) -> str | None:
+        """What already holds the name of entry point `ep`, described; None when the name is free."""
+        if ep.name in self._entries or ep.name in self._aliases:
+            owner = self._aliases.get(ep.name, ep.name)
+            alias = f" (an alias of {owner!r})" if owner != ep.name else ""
+            return f"the {self.describe_origin(owner)} {self.name} name {ep.name!r}{alias} from {_module_of(self._entries[owner])}"
+        other = self._pending.get(ep.name)
+        if other is not None and (other.value, _dist(other)) != (ep.value, _dist(ep)):
+            return f"the plugin {ep.name!r} ({other.value}, from {_dist(other)})"
+        return None
 
     def _load_entry_point(self, name: str) -> None:
         ep = self._pending[name]
-        dist = ep.dist.name if ep.dist is not None else "?"
+        dist = _dist(ep)
         try:
             obj = ep.load()
         except Exception as exc:  # a broken plugin must say which one
@@ -199,6 +224,8 @@ class Registry(Generic[T]):
         """The registered name for `name` or one of its aliases; raises `UnknownNameError`."""
         self._ensure_loaded()
         key = self._aliases.get(name, name)
+        if key in self._clashes:
+            raise RegistrationError(self._clashes[key])
         if key in self._entries or key in self._pending:
             return key
         known = self.names()
@@ -254,6 +281,7 @@ class Registry(Generic[T]):
             key = self._aliases.get(name, name)
             self._entries.pop(key, None)
             self._pending.pop(key, None)
+            self._clashes.pop(key, None)
             self._origins.pop(key, None)
             for alias in [a for a, k in self._aliases.items() if k == key]:
                 del self._aliases[alias]

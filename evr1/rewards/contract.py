@@ -14,7 +14,7 @@ import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args
 
 from evr1.problem_types import ProblemType
 
@@ -24,6 +24,32 @@ if TYPE_CHECKING:
 
 PER_SAMPLE_ATTR = "__evr1_per_sample__"
 SPEC_CHECK_ATTR = "__evr1_check_spec__"
+
+# What a box's numbers count: pixels of the image as the model saw it (resized), a 0-1000 grid over
+# the image, or fractions of it.
+BoxUnits = Literal["pixels", "relative_1000", "normalized"]
+# The units each Qwen-VL family answers boxes in (by `evr1.models.families.family`).
+MODEL_BOX_UNITS: dict[str, BoxUnits] = {"qwen2-vl": "relative_1000", "qwen2.5-vl": "pixels", "qwen3-vl": "relative_1000"}
+
+
+def model_box_units(family: str) -> BoxUnits:
+    """The box units a model family answers in (Qwen2.5-VL: pixels of its resized input; Qwen2/3-VL: 0-1000)."""
+    try:
+        return MODEL_BOX_UNITS[family]
+    except KeyError:
+        raise ValueError(f"no box convention known for model family {family!r}; known: {', '.join(MODEL_BOX_UNITS)}") from None
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the model was shown of a record (its first video, else its first image) and the units it
+    answers boxes in: what the rewards need to read its answers (recorded by the prompt builder)."""
+
+    size: tuple[int, int]  # (width, height) of the frames or image as shown (resized)
+    source_size: tuple[int, int] | None = None  # (width, height) of the original frames or image
+    frame_timestamps: tuple[float, ...] | None = None  # seconds since the clip's first frame; None for an image
+    fps: float | None = None  # sampled frames per second
+    box_units: BoxUnits | None = None  # the answering model's convention (`model_box_units`)
 
 
 @dataclass(frozen=True)
@@ -37,10 +63,13 @@ class RewardInput:
     options: tuple[str, ...] | None = None
     duration: float | None = None  # seconds of the (clipped) video
     fps: float | None = None  # frames per second the model saw
-    frame_timestamps: tuple[float, ...] | None = None  # seconds of the frames the model saw
+    frame_timestamps: tuple[float, ...] | None = None  # of the frames the model saw: seconds since the clip's first frame
     meta: Mapping[str, Any] = field(default_factory=dict)
     group_id: str | None = None
     sample_id: str | None = None
+    shown_size: tuple[int, int] | None = None  # (width, height) of the image / frames as the model saw them
+    source_size: tuple[int, int] | None = None  # (width, height) of the original image / video frame
+    box_units: BoxUnits | None = None  # what the model's box numbers count (None: unknown, guessed)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "problem_type", ProblemType.parse(self.problem_type))
@@ -50,6 +79,12 @@ class RewardInput:
             object.__setattr__(self, "options", tuple(str(o) for o in self.options))
         if self.frame_timestamps is not None and not isinstance(self.frame_timestamps, tuple):
             object.__setattr__(self, "frame_timestamps", tuple(float(t) for t in self.frame_timestamps))
+        for name in ("shown_size", "source_size"):
+            size = getattr(self, name)
+            if size is not None and not isinstance(size, tuple):
+                object.__setattr__(self, name, tuple(size))
+        if self.box_units is not None and self.box_units not in get_args(BoxUnits):
+            raise ValueError(f"RewardInput.box_units must be one of {', '.join(get_args(BoxUnits))} or None, got {self.box_units!r}")
 
     @classmethod
     def from_record(
@@ -62,11 +97,16 @@ class RewardInput:
         duration: float | None = None,
         fps: float | None = None,
         frame_timestamps: Sequence[float] | None = None,
+        shown: Shown | None = None,
     ) -> RewardInput:
-        """The input for one response to `record`; timing defaults to the record's clip / `meta`."""
+        """The input for one response to `record`: frame times, fps and sizes from what the model was
+        `shown` (explicit `fps`/`frame_timestamps` win); else timing from the record's clip / `meta`."""
         meta = dict(record.meta)
         if duration is None:
             duration = _record_duration(record)
+        if shown is not None:
+            fps = fps if fps is not None else shown.fps
+            frame_timestamps = frame_timestamps if frame_timestamps is not None else shown.frame_timestamps
         return cls(
             response=response,
             answer=record.answer,
@@ -79,6 +119,9 @@ class RewardInput:
             meta=meta,
             group_id=group_id if group_id is not None else record.id,
             sample_id=sample_id if sample_id is not None else record.id,
+            shown_size=shown.size if shown is not None else None,
+            source_size=shown.source_size if shown is not None else None,
+            box_units=shown.box_units if shown is not None else None,
         )
 
 

@@ -9,6 +9,11 @@ reference timestamps, else 0.5 s; matching is one-to-one, nearest first.
   shared timestamps divided by the number of timestamps in either track. The answer's span is its
   `time`/`span` field, else the first to last of its box timestamps. Its time origin, window and
   clipping rules are temporal grounding's (`temporal_grounding.interval_score`).
+
+Times are on the clip clock (seconds since the first frame of the clip the model is shown); an
+answer by frame index is read against `RewardInput.frame_timestamps`, on that clock too. Boxes
+are converted to the reference's frame as spatial grounding converts them
+(`spatial_grounding.in_reference_frame`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from evr1.rewards.contract import RewardOutput
 from evr1.rewards.extract import answer_of
 from evr1.rewards.geometry import Box, box_iou
 from evr1.rewards.grounding_parse import load_json, parse_interval, parse_track
-from evr1.rewards.spatial_grounding import to_reference_frame
+from evr1.rewards.spatial_grounding import in_reference_frame
 from evr1.rewards.temporal_grounding import interval_score, reference_interval
 
 if TYPE_CHECKING:
@@ -49,14 +54,14 @@ def match_times(predicted: list[float], reference: list[float], tolerance: float
     return out
 
 
-def _tracks(inp: RewardInput, text: str | None) -> tuple[dict[float, Box], dict[float, Box], list[tuple[float, float]]]:
+def _tracks(
+    inp: RewardInput, text: str | None, spec: RewardSpec
+) -> tuple[dict[float, Box], dict[float, Box], list[tuple[float, float]]]:
     expected = parse_track(inp.answer, inp.frame_timestamps)
     if not expected:
         raise ValueError(f"{inp.problem_type.value} answer {inp.answer!r} holds no boxes by timestamp")
     got = parse_track(text, inp.frame_timestamps) if text else {}
-    if got:
-        times = list(got)
-        got = dict(zip(times, to_reference_frame([got[t] for t in times], list(expected.values()), inp.meta)))
+    got = dict(zip(got, in_reference_frame(list(got.values()), list(expected.values()), inp, spec)))
     ref_times = sorted(expected)
     return got, expected, match_times(sorted(got), ref_times, _tolerance(inp, ref_times))
 
@@ -67,7 +72,7 @@ def suits(text: str, inp: RewardInput) -> bool:
 
 def score_tracking(inp: RewardInput, spec: RewardSpec) -> float:
     """Tracking: mean box IoU over the reference timestamps (missing boxes count 0)."""
-    got, expected, pairs = _tracks(inp, answer_of(inp, spec))
+    got, expected, pairs = _tracks(inp, answer_of(inp, spec), spec)
     return sum(box_iou(got[p], expected[r]) for p, r in pairs) / len(expected)
 
 
@@ -83,7 +88,7 @@ def _span(text: str, track: Mapping[float, Box]) -> tuple[float, float] | None:
 def score_spatial_temporal(inp: RewardInput, spec: RewardSpec) -> RewardOutput:
     """Spatial-temporal grounding: mean of temporal IoU and vIoU over shared timestamps."""
     text = answer_of(inp, spec)
-    got, expected, pairs = _tracks(inp, text)
+    got, expected, pairs = _tracks(inp, text, spec)
     span = reference_interval(inp)
     pair = _span(text, got) if text else None
     tiou = interval_score(pair, span, inp.duration, strict=spec.strictness == "strict")

@@ -2,7 +2,9 @@
 
 Time origin: seconds from the start of the media the model is shown, i.e. from the clip's `start`
 when the record's video names one (`RewardInput.duration` = end - start), else from the start of
-the video. An importer that clips a video must write its reference times on that clock.
+the video. An importer that clips a video must write its reference times on that clock. The
+frames the model saw are timed on the same clock (`RewardInput.frame_timestamps`, and the
+timestamps of a Qwen3-VL prompt): 0 s is the clip's first frame, less than one frame after `start`.
 
 Deliberate cases: a reversed interval is swapped (lenient) or scores 0 (strict). Both intervals are
 clipped to the window [0, duration] ([0, ∞) when the duration is unknown), but clipping never turns

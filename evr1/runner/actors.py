@@ -68,8 +68,8 @@ class RolloutWorker:
         self.prompters = {split: _prompter(exp, self.processor, root) for split, root in roots.items()}
 
     def generate(self, split: str, records: Sequence[Record], counts: Sequence[int], params: Any) -> tuple[list[list[Any]], dict, dict]:
-        """`counts[i]` responses for record i (grouped per record), media statistics, and per record id the
-        timestamps and sampling rate of the video frames the model saw (for the rewards)."""
+        """`counts[i]` responses for record i (grouped per record), media statistics, and per record id what
+        the model was shown (`evr1.rewards.contract.Shown`: frame times, sizes, box units; for the rewards)."""
         prompter = self.prompters[split]
         prompts = prompter.many(records)
         groups: list[list[Any]] = [[] for _ in records]
@@ -78,8 +78,8 @@ class RolloutWorker:
             results = self.engine.generate([prompts[i] for i in chosen], replace(params, n=count))
             for result in results:
                 groups[chosen[result.prompt_index]].append(replace(result, prompt_index=chosen[result.prompt_index]))
-        timing = dict(prompter.timing)
-        return groups, prompter.forget(), timing
+        shown = dict(prompter.shown)
+        return groups, prompter.forget(), shown
 
     def load_weights(self, weights: Any) -> int:
         self.engine.load_weights(weights)
@@ -126,7 +126,11 @@ def _samples(prompter: Any, items: Sequence[TrainItem]) -> list[Any]:
 
 
 class LearnerWorker:
-    """One data-parallel learner shard (rank `rank` of `world_size`, gloo/NCCL at `address`)."""
+    """One data-parallel learner shard (rank `rank` of `world_size`, gloo/NCCL at `address`).
+
+    The model is replicated or FSDP-sharded as `exp.resources.learner_sharding` says; sharded,
+    `weights`, `save` and `export` gather the full state, so the driver calls them on every worker.
+    """
 
     def __init__(self, exp: Experiment, root: Path, rank: int, world_size: int, address: str) -> None:
         from evr1.models import load_processor
@@ -137,6 +141,7 @@ class LearnerWorker:
         self.learner = Learner.from_spec(
             exp.model, exp.algo, exp.optim, exp.trainer,
             temperature=exp.rollout.temperature, rank=rank, world_size=world_size, address=address,
+            fsdp=exp.resources.learner_sharding == "fsdp",
         )  # fmt: skip
         self.prompter = _prompter(exp, self.processor, root)
 

@@ -123,11 +123,12 @@ def shard_model(model: torch.nn.Module, *, param_dtype: torch.dtype | None = Non
     Parameters stay float32 (the optimizer's master copy); `param_dtype` (e.g. bfloat16) is the
     compute dtype; gradients are reduced in float32. FSDP2 averages gradients over workers, so
     the learner builds its normaliser with `world_size=W`. The vision tower stays in the root
-    unit: all its parameters are gathered whether or not a worker's batch has media. But FSDP2
-    reduce-scatters only the parameters that got a gradient, so every worker's backward passes
-    must reach the same parameters: shards where one worker's micro-batch has media and
-    another's has none fail (gloo: a size mismatch) or hang (NCCL). The replicated learner
-    (`all_reduce_gradients`) has no such limit.
+    unit: all its parameters are gathered whether or not a worker's batch has media, and stay
+    gathered from the root's forward until its backward. FSDP2 reduce-scatters only the
+    parameters that got a gradient, so each backward must reach the same parameters on every
+    worker (else gloo fails on a size mismatch and NCCL hangs): the learner sees to it with
+    `evr1.models.forward.vision_anchor` on micro-batches without media. The replicated learner
+    (`all_reduce_gradients`) needs no such care.
     """
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 

@@ -16,10 +16,16 @@ log-probs must be of the same tempered distribution. `Learner` adds the update o
    otherwise gradients are summed over workers in one flat all-reduce, clipped by their global
    norm (a non-finite norm also skips), and AdamW steps; the schedule advances either way.
 
-Data parallel: each of W workers calls `update` on its own shard, any size and modality (FSDP:
-see `distributed.shard_model`). Every worker runs the same collectives in the same order whatever
-its data, so none waits forever. The metrics are those of the global batch, as one worker would
-log them (`learner_stats`).
+Data parallel: each of W workers calls `update` on its own shard, any size and modality, empty
+included. Every worker runs the same collectives in the same order whatever its data, so none
+waits forever. Replicated (default): every worker holds the whole model; gradients are summed in
+one flat all-reduce. Sharded (`sharded=True`, FSDP2: `distributed.shard_model`): each forward
+gathers the parameters and each backward reduce-scatters the gradients of the parameters it
+reached, so every worker runs as many forward/backward passes as the busiest one (a worker with
+fewer joins with zero-weight passes on a blank one-token text sample), and when any worker's
+mini-batch has media, every media-less pass adds the zero-weight `vision_anchor` so that all
+reach the vision tower. The metrics are those of the global batch, as
+one worker would log them (`learner_stats`).
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ from evr1.algos.aggregation import Normaliser
 from evr1.algos.entropy import entropy_from_logits
 from evr1.algos.kl import KLController
 from evr1.errors import ConfigError
-from evr1.models.forward import gather_logprobs, response_logits
+from evr1.models.forward import gather_logprobs, has_pixels, response_logits, vision_anchor
+from evr1.models.prompts import Prompt
 from evr1.registry import POLICY_LOSSES
 from evr1.runner import checkpoint, distributed
 from evr1.runner.batching import Sample, micro_batches, mini_batches, stack_rows
@@ -136,11 +143,15 @@ class LogprobModel:
         """Forward passes this worker runs: its own count, or the largest over workers under FSDP."""
         return distributed.all_reduce_max(count) if self.distributed_passes else count
 
+    def _blank(self) -> Sample:
+        """A one-token text sample: what an FSDP worker with fewer passes than others joins them with."""
+        token = torch.tensor([self.pad_id])
+        zero = torch.zeros(1)
+        return Sample(prompt=Prompt(input_ids=token), response_ids=token, advantages=zero, ref_logprobs=zero)
+
     @torch.no_grad()
     def compute_logprobs(self, samples: Sequence[Sample]) -> list[Tensor]:
         """Per-sample log-probs `(R,)` (float32, CPU) of each response under the current weights."""
-        if self.distributed_passes and not samples:
-            raise ValueError("every FSDP worker needs at least one sample to score")
         training = self.model.training
         self.model.eval()
         out: list[Tensor] = [torch.zeros(0)] * len(samples)
@@ -148,7 +159,7 @@ class LogprobModel:
         try:
             for k in range(self._pass_count(len(batches))):
                 if k >= len(batches):  # an FSDP worker with fewer batches joins the others' passes
-                    self._logits([samples[i] for i in batches[0]])
+                    self._logits([self._blank()])
                     continue
                 logits, targets, mask = self._logits([samples[i] for i in batches[k]])
                 logprobs = gather_logprobs(logits, targets).masked_fill(~mask, 0.0).cpu()
@@ -233,7 +244,8 @@ class Learner(LogprobModel):
         `temperature`: the rollout's (`RolloutSpec.temperature`), at which every log-prob is taken.
 
         With `world_size > 1` the default process group is initialised at `address` unless it
-        already is. `fsdp` shards the model with FSDP2 (CUDA only).
+        already is. `fsdp` shards the model with FSDP2 (`distributed.shard_model`; NCCL on CUDA,
+        gloo on CPU); otherwise every worker holds the whole model.
         """
         from evr1.models.loading import load_model
 
@@ -249,8 +261,6 @@ class Learner(LogprobModel):
         dtype = compute_dtype(spec, device)
         model = load_model(spec, device=device, dtype=torch.float32)
         if fsdp:
-            if device.type != "cuda":
-                raise ConfigError("FSDP sharding needs CUDA; on CPU the learner replicates the model (gloo)")
             model = distributed.shard_model(model, param_dtype=dtype)
             dtype = None  # FSDP casts parameters itself
         return cls(
@@ -267,11 +277,10 @@ class Learner(LogprobModel):
         old: list[Tensor] = [torch.zeros(s.response_tokens) for s in samples]
         for i, logprobs in zip(scored, self.compute_logprobs([samples[i] for i in scored])):
             old[i] = logprobs
-        filler = (samples[0], old[0]) if samples else None
         steps = []
         for _ in range(self.trainer.epochs):
             for part in mini_batches(samples, self.trainer.mini_batches):
-                steps.append(self._optimizer_step([samples[i] for i in part], [old[i] for i in part], filler))
+                steps.append(self._optimizer_step([samples[i] for i in part], [old[i] for i in part]))
         metrics = merge_steps(steps)
         local = [float(len(samples)), sum(s.response_tokens for s in samples), sum(s.prompt_tokens for s in samples)]
         totals = distributed.all_reduce_sum(torch.tensor(local, dtype=torch.float64)).tolist()
@@ -295,8 +304,6 @@ class Learner(LogprobModel):
             )
         if 0 < with_ref < len(samples):
             raise ValueError(f"ref_logprobs given for {with_ref} of {len(samples)} samples: give all or none")
-        if self.sharded and not samples:
-            raise ValueError("every FSDP worker needs at least one sample per step")
 
     def _rows(self, samples: Sequence[Sample], indices: list[int], old: Sequence[Tensor]) -> _Rows:
         chosen = [samples[i] for i in indices]
@@ -312,14 +319,22 @@ class Learner(LogprobModel):
             mask=torch.arange(width)[None, :] < lengths[:, None],
         )
 
-    def _normaliser(self, rows: Sequence[_Rows]) -> Normaliser:
+    def _normaliser(self, rows: Sequence[_Rows], media: bool) -> tuple[Normaliser, bool]:
+        """The global normaliser of a mini-batch, and whether any worker's part of it has media."""
         local = sum((Normaliser.of(r.mask) for r in rows), Normaliser(0.0, 0.0))
-        counts = distributed.all_reduce_sum(torch.tensor([local.tokens, local.sequences], dtype=torch.float64))
-        return Normaliser(float(counts[0]), float(counts[1]), self.world_size if self.sharded else 1)
+        counts = distributed.all_reduce_sum(torch.tensor([local.tokens, local.sequences, media], dtype=torch.float64))
+        return Normaliser(float(counts[0]), float(counts[1]), self.world_size if self.sharded else 1), bool(counts[2])
 
-    def _micro_step(self, samples: Sequence[Sample], rows: _Rows, normaliser: Normaliser) -> tuple[Tensor, dict]:
-        """Forward and loss of one micro-batch (its share of the global loss) and the loss metrics."""
-        logits, targets, mask = self._logits([samples[i] for i in rows.indices])
+    def _micro_step(
+        self, samples: Sequence[Sample], rows: _Rows, normaliser: Normaliser, vision: bool = False
+    ) -> tuple[Tensor, dict]:
+        """Forward and loss of one micro-batch (its share of the global loss) and the loss metrics.
+
+        `vision`: the backward must reach the vision tower (FSDP, media on some worker); a
+        micro-batch without media then adds the zero-valued `vision_anchor` to its loss.
+        """
+        chosen = [samples[i] for i in rows.indices]
+        logits, targets, mask = self._logits(chosen)
         logprobs = gather_logprobs(logits, targets)
         if self.algo.entropy_coef != 0:
             entropy = entropy_from_logits(logits)
@@ -332,28 +347,31 @@ class Learner(LogprobModel):
             for k, v in (("behaviour_logprobs", rows.behaviour), ("ref_logprobs", rows.ref))
             if v is not None
         }
-        return self.loss_fn(
+        loss, metrics = self.loss_fn(
             logprobs, rows.old.to(device), rows.advantages.to(device), mask,
             spec=self.algo, normaliser=normaliser, offline=rows.offline.to(device), entropy=entropy,
             kl_coef=self.kl.value if self.kl is not None else None, **optional,
         )  # fmt: skip
+        if vision and not has_pixels([s.prompt for s in chosen]):
+            with self._autocast():
+                loss = loss + vision_anchor(self.model)
+        return loss, metrics
 
-    def _optimizer_step(
-        self, samples: Sequence[Sample], old: Sequence[Tensor], filler: tuple[Sample, Tensor] | None
-    ) -> dict[str, float]:
-        """One optimizer step on this worker's part of a mini-batch; `filler` pads FSDP passes."""
+    def _optimizer_step(self, samples: Sequence[Sample], old: Sequence[Tensor]) -> dict[str, float]:
+        """One optimizer step on this worker's part of a mini-batch."""
         self.model.train()
         rows = [self._rows(samples, idx, old) for idx in micro_batches(samples, self.micro_batch_tokens)]
-        normaliser = self._normaliser(rows)
+        normaliser, media = self._normaliser(rows, has_pixels([s.prompt for s in samples]))
+        vision = self.sharded and media  # FSDP: every pass reaches the tower, as some worker's does
         stats = StepStats()
         for k in range(self._pass_count(len(rows))):
             dummy = k >= len(rows)  # FSDP: join the other workers' passes with a zero-weight one
             if dummy:
-                assert filler is not None  # `_validate`: FSDP workers always have a sample
-                part_samples, part = [filler[0]], self._rows([filler[0]], [0], [filler[1]])
+                blank = self._blank()  # text only: it reaches the vision tower only through the anchor
+                part_samples, part = [blank], self._rows([blank], [0], [torch.zeros(1)])
             else:
                 part_samples, part = samples, rows[k]
-            loss, metrics = self._micro_step(part_samples, part, normaliser)
+            loss, metrics = self._micro_step(part_samples, part, normaliser, vision)
             if dummy:
                 loss = loss * 0.0
             elif bool(torch.isfinite(loss)):

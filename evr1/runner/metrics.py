@@ -21,35 +21,42 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def truncate_jsonl(path: Path, step: int) -> None:
+    """Drop the rows of a step log (JSONL rows with a `step`) at or after `step`."""
+    if not path.exists():
+        return
+    kept = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] < step]
+    path.write_text("".join(line + "\n" for line in kept))
+
+
 class MetricsLogger:
     """Writes `metrics.jsonl` in the run directory and mirrors scalars to TensorBoard/W&B.
 
-    Appending is safe across resumes: lines for steps at or after the resume step are dropped
-    first, so a resumed run's file equals an uninterrupted run's.
+    `resume_step`: the run continues from there, so what was logged at or after it is forgotten
+    first and a resumed run's logs equal an uninterrupted run's: its rows are dropped from the file;
+    TensorBoard event files cannot be cut, so the writer records a restart (`purge_step`) and
+    TensorBoard hides the older events of those steps.
     """
 
-    def __init__(self, run_dir: Path, *, tensorboard: bool = True, wandb_project: str | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, *, tensorboard: bool = True, wandb_project: str | None = None, resume_step: int | None = None
+    ) -> None:
         self.path = Path(run_dir) / METRICS_FILE
         self._tb = None
         self._wandb = None
+        if resume_step is not None:
+            truncate_jsonl(self.path, resume_step)
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:  # tensorboard is optional at run time
                 SummaryWriter = None  # noqa: N806
             if SummaryWriter is not None:
-                self._tb = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
+                self._tb = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"), purge_step=resume_step)
         if wandb_project is not None:
             import wandb
 
             self._wandb = wandb.init(project=wandb_project, dir=str(run_dir), resume="allow")
-
-    def truncate_from(self, step: int) -> None:
-        """Forget logged steps >= `step` (used when resuming from a checkpoint taken at `step`)."""
-        if not self.path.exists():
-            return
-        kept = [line for line in self.path.read_text().splitlines() if line and json.loads(line)["step"] < step]
-        self.path.write_text("".join(line + "\n" for line in kept))
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         row = {"step": step, "time": round(time.time(), 3), **{k: _clean(v) for k, v in metrics.items()}}

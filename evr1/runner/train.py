@@ -29,12 +29,12 @@ class TrainingError(Evr1Error):
     """A worker failed; the message names the step and carries the worker's traceback."""
 
 
-def reward_input(record: Any, text: str, sample_id: str, timing: Mapping[str, Any] | None) -> Any:
-    """The reward input of one response, with the frame times and rate the model saw when known."""
+def reward_input(record: Any, text: str, sample_id: str, shown: Mapping[str, Any] | None) -> Any:
+    """The reward input of one response, with what the model was shown of its record when known
+    (`shown`: record id -> `evr1.rewards.contract.Shown`, from the rollout's prompter)."""
     from evr1.rewards import RewardInput
 
-    stamps, fps = (timing or {}).get(record.id, (None, None))
-    return RewardInput.from_record(record, text, sample_id=sample_id, frame_timestamps=stamps, fps=fps)
+    return RewardInput.from_record(record, text, sample_id=sample_id, shown=(shown or {}).get(record.id))
 
 
 def step_seed(seed: int, step: int, salt: int = 0) -> int:
@@ -88,7 +88,7 @@ class Trainer:
         for split in (self.train, *self.vals):
             report = build_cache(
                 split.records, video=data.video, image=data.image, cache=data.cache, processor=self.processor,
-                data_root=split.root, progress=False,
+                data_root=split.root, progress=False, split=split.name,
             )
             failed = f", {report.failed} failed (see {report.failures_path})" if report.failed else ""
             print(f"cache {split.name}: {report.built} built, {report.skipped} already there{failed}")
@@ -141,10 +141,10 @@ class Trainer:
         return SamplingParams.from_spec(self.exp.rollout, greedy=greedy, seed=step_seed(self.exp.trainer.seed, step))
 
     def score(self, records: Sequence[Any], texts: Sequence[str], ids: Sequence[str], step: int,
-              timing: Mapping[str, Any] | None = None) -> tuple[list, list]:
-        """Reward inputs and outputs; `timing` (record id -> frame times, fps, from the rollout) tells the
-        rewards which frames the model saw (answers given as frame indices)."""
-        inputs = [reward_input(r, t, i, timing) for r, t, i in zip(records, texts, ids)]
+              shown: Mapping[str, Any] | None = None) -> tuple[list, list]:
+        """Reward inputs and outputs; `shown` (record id -> `Shown`, from the rollout) tells the rewards what
+        the model saw (frame times on the clip clock for answers by frame index; sizes and box units for boxes)."""
+        inputs = [reward_input(r, t, i, shown) for r, t, i in zip(records, texts, ids)]
         shards = [inputs[k :: len(self.rewarders)] for k in range(len(self.rewarders))]
         scored = self._get([w.score.remote(s) for w, s in zip(self.rewarders, shards)], step, "reward worker")
         outputs: list[Any] = [None] * len(inputs)
@@ -153,7 +153,7 @@ class Trainer:
         return inputs, outputs
 
     def online_accuracy(self, records: Sequence[Any], online: Sequence[Sequence[Any]], step: int,
-                        timing: Mapping[str, Any] | None = None) -> tuple[list[list[float]], dict]:
+                        shown: Mapping[str, Any] | None = None) -> tuple[list[list[float]], dict]:
         """Accuracy (else score) of each online response, per group, for a mixer that decides on it.
 
         Also returns the reward outputs by (group, response index), so the responses the mixer keeps
@@ -161,7 +161,7 @@ class Trainer:
         """
         flat = [(g, j, r) for g, group in enumerate(online) for j, r in enumerate(group)]
         ids = [f"{records[g].id}#{k}" for k, (g, _, _) in enumerate(flat)]
-        _, outputs = self.score([records[g] for g, _, _ in flat], [r.text for _, _, r in flat], ids, step, timing)
+        _, outputs = self.score([records[g] for g, _, _ in flat], [r.text for _, _, r in flat], ids, step, shown)
         scores: list[list[float]] = [[] for _ in online]
         scored = {}
         for (g, j, r), out in zip(flat, outputs):
@@ -170,14 +170,14 @@ class Trainer:
         return scores, scored
 
     def score_groups(self, records: Sequence[Any], flat: Sequence[tuple[int, Any]], step: int,
-                     scored: dict | None = None, timing: Mapping[str, Any] | None = None) -> tuple[list, list]:
+                     scored: dict | None = None, shown: Mapping[str, Any] | None = None) -> tuple[list, list]:
         """Reward inputs and outputs of every trajectory; online ones already `scored` are reused.
 
         A mixer keeps a prefix of each group's online responses, in order: the j-th online member of
         group g is the j-th response sampled for it (checked by text before reusing its output).
         """
         ids = [f"{records[g].id}#{k}" for k, (g, _) in enumerate(flat)]
-        inputs = [reward_input(records[g], t.text, i, timing) for (g, t), i in zip(flat, ids)]
+        inputs = [reward_input(records[g], t.text, i, shown) for (g, t), i in zip(flat, ids)]
         outputs: list[Any] = [None] * len(flat)
         seen: dict[int, int] = {}
         for k, (g, t) in enumerate(flat):
@@ -191,7 +191,7 @@ class Trainer:
         todo = [k for k, out in enumerate(outputs) if out is None]
         if todo:
             _, fresh = self.score([records[flat[k][0]] for k in todo], [flat[k][1].text for k in todo], [ids[k] for k in todo], step,
-                                  timing)
+                                  shown)
             for k, out in zip(todo, fresh):
                 outputs[k] = out
         return inputs, outputs
@@ -202,12 +202,12 @@ class Trainer:
 
         from evr1.runner.advantages import shaped_scores
 
-        greedy, _, timing = self._get(
+        greedy, _, shown = self._get(
             self.rollout.generate.remote("train", records, [1] * len(records), self.sampling_params(step, greedy=True)),
             step, "rollout worker (greedy baseline)",
         )
         texts = [g[0].text for g in greedy]
-        _, outputs = self.score(records, texts, [f"{r.id}#greedy" for r in records], step, timing)
+        _, outputs = self.score(records, texts, [f"{r.id}#greedy" for r in records], step, shown)
         lengths = torch.tensor([len(g[0].token_ids) for g in greedy])
         scores, _ = shaped_scores(
             self.exp.algo, torch.tensor([o.score for o in outputs], dtype=torch.float32), lengths, self.exp.rollout.max_response_tokens
@@ -226,7 +226,7 @@ class Trainer:
         records = [self.train.records[i] for i in self.sampler.sample(exp.trainer.prompts_per_step)]
         counts = [self.mixer.online_count(r, step) if self.mixer else exp.rollout.n for r in records]
         with timer("rollout"):
-            online, media, timing = self._get(
+            online, media, shown = self._get(
                 self.rollout.generate.remote("train", records, counts, self.sampling_params(step)), step, "rollout worker"
             )
         metrics: dict[str, float] = {**media}
@@ -234,7 +234,7 @@ class Trainer:
             online_scores, scored = None, None
             if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
                 with timer("reward"):
-                    online_scores, scored = self.online_accuracy(records, online, step, timing)
+                    online_scores, scored = self.online_accuracy(records, online, step, shown)
             groups, mixed = self.mixer.mix(
                 records, online, step=step, online_scores=online_scores, tokenizer=self.processor.tokenizer,
                 stop_token_id=self.stop_token_id, max_tokens=exp.rollout.max_response_tokens,
@@ -244,7 +244,7 @@ class Trainer:
             groups, scored = [[Trajectory.online(r) for r in g] for g in online], None
         flat = [(g, t) for g, group in enumerate(groups) for t in group]
         with timer("reward"):
-            inputs, outputs = self.score_groups(records, flat, step, scored, timing)
+            inputs, outputs = self.score_groups(records, flat, step, scored, shown)
         metrics.update(self.router.metrics(inputs, outputs))
         offline = torch.tensor([t.offline for _, t in flat])
         if offline.any():
@@ -306,12 +306,12 @@ class Trainer:
         metrics: dict[str, float] = {}
         for split in self.vals:
             records = list(split.records)
-            groups, _, timing = self._get(
+            groups, _, shown = self._get(
                 self.rollout.generate.remote(split.name, records, [1] * len(records), self.sampling_params(step, greedy=True)),
                 step, f"rollout worker (validation on {split.name})",
             )
             texts = [g[0].text for g in groups]
-            inputs, outputs = self.score(records, texts, [r.id for r in records], step, timing)
+            inputs, outputs = self.score(records, texts, [r.id for r in records], step, shown)
             summary = self.router.metrics(inputs, outputs)
             metrics[f"val/{split.name}/accuracy"] = sum(o.components.get("accuracy", 0.0) for o in outputs) / len(outputs)
             metrics[f"val/{split.name}/score"] = summary.get("reward/score", 0.0)
@@ -333,6 +333,11 @@ class Trainer:
 
     def restore(self, folder: Path) -> int:
         state = json.loads((folder / TRAINER_STATE).read_text())
+        if state["step"] > self.exp.trainer.steps:
+            raise TrainingError(
+                f"{folder} was taken after step {state['step']}, beyond this run's trainer.steps={self.exp.trainer.steps}:"
+                " it belongs to another run"
+            )
         self._get([w.load.remote(str(folder / "learner")) for w in self.learners], state["step"], "learner (restore)")
         self.sampler.load_state_dict(state["sampler"])
         if self.kl is not None and state["kl_coef"] is not None:
@@ -343,17 +348,18 @@ class Trainer:
     def fit(self, *, resume: bool = False) -> list[dict[str, Any]]:
         from tqdm import tqdm
 
-        from evr1.runner.metrics import MetricsLogger, read_metrics
+        from evr1.runner.metrics import MetricsLogger, read_metrics, truncate_jsonl
         from evr1.runner.report import write_report
 
         t = self.exp.trainer
         self.start_workers()
-        start = 0
-        logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard, wandb_project=t.wandb_project)
+        start, logged_from = 0, None
         if resume:
             folder = latest_checkpoint(self.run_dir)
             start = self.restore(folder) if folder is not None else 0
-            logger.truncate_from(start + 1)
+            logged_from = start + 1 if start else 0  # from scratch: step 0's validation is logged again
+            truncate_jsonl(self.run_dir / SAMPLES_FILE, logged_from)
+        logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard, wandb_project=t.wandb_project, resume_step=logged_from)
         self.sync_weights(start)
         if start == 0 and t.val_every:
             logger.log(0, self.validate(0))

@@ -65,6 +65,20 @@ def test_dry_run_writes_a_run_dir_that_round_trips(tmp_path: Path) -> None:
     assert (run_dir / "experiment.py").read_text() == (ROOT / "experiments" / "quickstart.py").read_text()
 
 
+@pytest.mark.parametrize("leftover", ["config.json", "metrics.jsonl", "samples.jsonl", "checkpoints"])
+def test_a_run_dir_holding_a_run_is_refused(tmp_path: Path, leftover: str) -> None:
+    run_dir = tmp_path / "run"
+    assert evr1("run", "quickstart", "--dry-run", "--run-dir", str(run_dir)).returncode == 0
+    if leftover != "config.json":  # what a run leaves besides its config
+        (run_dir / "config.json").unlink()
+        (run_dir / leftover).mkdir() if leftover == "checkpoints" else (run_dir / leftover).write_text("")
+    before = {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir()}
+    out = evr1("run", "quickstart", "--dry-run", "--set", "trainer.steps=2", "--run-dir", str(run_dir))
+    assert_user_error(out, f"{run_dir} already holds a run ({leftover}): continue it with `evr1 run --resume {run_dir}`,"
+                           " or pass another --run-dir")
+    assert {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir()} == before  # nothing written over
+
+
 def test_default_run_dir_under_run_root(tmp_path: Path) -> None:
     out = evr1("run", "quickstart:debug", "--dry-run", "--set", f"trainer.run_root='{tmp_path}'")
     assert out.returncode == 0, out.stderr

@@ -74,6 +74,9 @@ def test_cache_hits_equal_the_live_path(root, tmp_path, procs) -> None:
     clip = cached.load(records[1])[0]
     # tall.mp4: 10 fps; clip 0.5-2.0 s = frames 5..20 (16 frames, 1.6 s) -> 4 frames at 2 fps
     assert clip.info.frame_indices == (5, 10, 15, 20) and clip.video_metadata()["fps"] == pytest.approx(10.0)
+    # the clip clock: 0 s at frame 5; what a Qwen3-VL prompt is given counts frames from there too
+    assert clip.timestamps == (0.0, 0.5, 1.0, 1.5) and clip.video_metadata()["frames_indices"] == [0, 5, 10, 15]
+    assert (clip.info.source_width, clip.info.source_height) == (120, 200)
     assert clip.info.sample_fps == pytest.approx(2.5) and clip.second_per_grid_t == pytest.approx(0.8)
     assert cached.load(records[0])[1].second_per_grid_t is None  # an image
 

@@ -86,16 +86,19 @@ def test_image_matches_hf_image_processor(processors, media_root, family, name) 
 
 
 def test_qwen3_timestamps_follow_the_processor_rule(processors, media_root) -> None:
-    """Timestamps are frame index / source fps; the Qwen3-VL processor averages them per temporal patch."""
+    """Timestamps are on the clip clock, (frame index - the clip's first frame) / source fps; the Qwen3-VL
+    processor, given the loader's metadata, averages the same times per temporal patch."""
     spec = VideoSpec(fps=2.0, min_pixels=16 * 32 * 32, max_pixels=64 * 32 * 32)
     proc = processors["qwen3-vl"]
     ours = prepare_video(media_root / "long.mp4", spec, Geometry.of(proc.video_processor), 1.0, 4.5)
     fps = CLIPS["long.mp4"][2]
-    assert ours.info.timestamps == tuple(i / fps for i in ours.info.frame_indices)
     assert ours.info.frame_indices[0] == 25 and ours.info.frame_indices[-1] == 112  # ceil(1.0*25), floor(4.5*25)
+    assert ours.info.first_frame == 25 and ours.info.timestamps == tuple((i - 25) / fps for i in ours.info.frame_indices)
+    assert ours.info.timestamps[0] == 0.0 and ours.info.timestamps[-1] == pytest.approx(87 / 25)
+    assert (ours.info.source_width, ours.info.source_height) == CLIPS["long.mp4"][:2]
     from transformers import Qwen3VLProcessor
 
-    per_patch = Qwen3VLProcessor._calculate_timestamps(None, list(ours.info.frame_indices), fps, 2)
+    per_patch = Qwen3VLProcessor._calculate_timestamps(None, list(ours.info.clip_indices), fps, 2)
     assert per_patch == [(a + b) / 2 for a, b in zip(ours.info.timestamps[::2], ours.info.timestamps[1::2])]
 
 

@@ -97,7 +97,8 @@ def test_plan_frames_combines_clip_count_and_size() -> None:
     # frames 60..180 (121 frames, 4.03 s) at 2 fps -> 8 frames
     assert plan.indices == (60, 77, 94, 111, 129, 146, 163, 180)
     assert (plan.height, plan.width) == (252, 308)
-    assert plan.timestamps[0] == 2.0 and plan.timestamps[-1] == 6.0
+    assert plan.first == 60 and plan.timestamps[0] == 0.0 and plan.timestamps[-1] == 4.0  # the clip clock: 0 s at frame 60
+    assert plan.timestamps[1] == pytest.approx(17 / 30) and (plan.source_height, plan.source_width) == (240, 320)
     assert plan.sample_fps == pytest.approx(8 / 121 * 30)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,7 @@ version = "0.0.1"
 [project.entry-points."evr1.rewards"]
 "acme/st_iou" = "acme_rewards:st_iou"
 "acme/broken" = "acme_rewards:does_not_exist"
+"multiple_choice" = "acme_rewards:st_iou"
 
 [tool.setuptools]
 py-modules = ["acme_rewards"]
@@ -89,3 +91,28 @@ def test_cli_lists_the_plugin(plugin_site: Path) -> None:
     assert "acme/st_iou" in out.stdout
     assert "Spatio-temporal IoU, the acme way." in out.stdout
     assert "acme/broken" in out.stdout and "broken: rewards plugin 'acme/broken'" in out.stdout
+
+
+def test_plugin_named_like_a_builtin_is_an_error_naming_both(plugin_site: Path) -> None:
+    code = textwrap.dedent(
+        """
+        from evr1.registry import REWARDS, RegistrationError
+        print(REWARDS.get("numerical").__module__)  # the other names keep working
+        try:
+            REWARDS.get("multiple_choice")
+        except RegistrationError as exc:
+            print(exc)
+        """
+    )
+    out = _run(plugin_site, sys.executable, "-c", code)
+    assert out.returncode == 0, out.stderr
+    numerical, error = out.stdout.strip().splitlines()
+    assert numerical.startswith("evr1.")
+    assert error.startswith(
+        "rewards plugin 'multiple_choice' (acme_rewards:st_iou, from acme-rewards) collides with the builtin rewards name"
+        " 'multiple_choice' from evr1."
+    )
+    assert "must be namespaced and unique, e.g. 'yourpkg/multiple_choice'" in error and "uninstall acme-rewards" in error
+    listed = _run(plugin_site, EVR1, "list", "rewards")
+    assert listed.returncode == 0, listed.stderr
+    assert re.search(r"multiple_choice +broken: rewards plugin 'multiple_choice' \(acme_rewards:st_iou", listed.stdout)

@@ -3,10 +3,8 @@
 Under FSDP each worker's loss share carries the normaliser's factor W (it undoes FSDP's gradient
 average); the logged loss must not: summed over workers it is the global loss, not W times it.
 Per-token means (entropy, clip fractions, ratios, approx KL) and extremes must not depend on how
-the batch was split over workers and micro-batches either. Every sample has a video: FSDP2
-reduce-scatters only parameters that got a gradient, so shards of mixed modality cannot be
-sharded (see `distributed.shard_model`); the replicated path covers those
-(`test_learner_distributed`).
+the batch was split over workers and micro-batches either. Every sample has a video here; shards
+of different modalities are `test_learner_fsdp_modalities`'.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import torch
 from evr1.data.mixers import Trajectory
 from evr1.data.records import Record
 from evr1.rewards import RewardRouter
+from evr1.rewards.contract import Shown
 from evr1.runner.train import Trainer, reward_input
 
 
@@ -76,7 +77,8 @@ def test_without_a_first_pass_everything_is_scored() -> None:
 def test_rewards_see_the_frames_the_model_saw() -> None:
     """A tracking-style answer by frame index is read against the timestamps from the rollout."""
     record = Record(id="v", problem="Where?", problem_type="multiple_choice", answer="A", options=["A. x", "B. y"])
-    seen = reward_input(record, "A", "v#0", {"v": ((0.0, 0.5, 1.25), 2.0)})
+    seen = reward_input(record, "A", "v#0", {"v": Shown((56, 56), (64, 48), (0.0, 0.5, 1.25), 2.0, "pixels")})
     assert seen.frame_timestamps == (0.0, 0.5, 1.25) and seen.fps == 2.0
-    unseen = reward_input(record, "A", "v#0", {"other": ((0.0,), 1.0)})
-    assert unseen.frame_timestamps is None and unseen.fps is None
+    assert (seen.shown_size, seen.source_size, seen.box_units) == ((56, 56), (64, 48), "pixels")
+    unseen = reward_input(record, "A", "v#0", {"other": Shown((56, 56), frame_timestamps=(0.0,), fps=1.0)})
+    assert unseen.frame_timestamps is None and unseen.fps is None and unseen.shown_size is None

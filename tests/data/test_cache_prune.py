@@ -1,0 +1,61 @@
+"""`evr1 cache verify` counts entries of an older schema apart (not damaged); `evr1 cache prune` removes them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from evr1.data import cache as cache_module
+from evr1.data.cache import TensorCache, entry_schema
+from evr1.data.cache_build import build_cache
+from evr1.data.loader import family_processors
+from evr1.data.records import MediaRef, Record
+from evr1.specs import CacheSpec, ImageSpec, VideoSpec
+
+EVR1 = str(Path(sys.executable).with_name("evr1"))
+VIDEO = VideoSpec(fps=2.0, min_pixels=16 * 28 * 28, max_pixels=64 * 28 * 28)
+IMAGE = ImageSpec(min_pixels=8 * 28 * 28, max_pixels=64 * 28 * 28)
+
+
+def cache_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([EVR1, "cache", *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_old_schema_entries_are_stale_not_bad_and_prune_removes_them(media_root: Path, tmp_path: Path, monkeypatch) -> None:
+    procs, cache = family_processors("qwen2.5-vl"), CacheSpec(path=str(tmp_path / "c"))
+
+    def build(*names: str) -> None:
+        records = [Record(id=n, problem="q", problem_type="multiple_choice", answer="A", media=[MediaRef(kind="video", path=n)])
+                   for n in names]
+        build_cache(records, video=VIDEO, image=IMAGE, cache=cache, processor=procs, data_root=media_root, workers=0, progress=False)
+
+    with monkeypatch.context() as patch:  # what the previous release wrote
+        patch.setattr(cache_module, "SCHEMA_VERSION", cache_module.SCHEMA_VERSION - 1)
+        build("small.mp4", "tall.mp4")
+    build("small.mp4")  # the same file under this schema: a new entry beside the old one
+    store = TensorCache(cache.path, write=True)
+    schemas = sorted(store.schemas().values())
+    old_key = next(k for k, v in store.schemas().items() if v == cache_module.SCHEMA_VERSION - 1)
+    store.close()
+    assert schemas == [cache_module.SCHEMA_VERSION - 1] * 2 + [cache_module.SCHEMA_VERSION]
+
+    verify = cache_cli("verify", cache.path, "--sample", "0")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "checked 3 of 3 entries: 0 bad, 0 with a changed or missing source, 2 of an older schema" in verify.stdout
+    assert f"remove them with `evr1 cache prune {cache.path}`" in " ".join(verify.stdout.split())
+
+    pruned = cache_cli("prune", cache.path)
+    assert pruned.returncode == 0, pruned.stderr
+    assert "removed 2 of 3 entries (older schema)" in pruned.stdout
+    store = TensorCache(cache.path)
+    assert list(store.schemas().values()) == [cache_module.SCHEMA_VERSION] and old_key not in store
+    store.close()
+    verify = cache_cli("verify", cache.path, "--sample", "0")
+    assert verify.returncode == 0 and "checked 1 of 1 entries: 0 bad, 0 with a changed or missing source, 0 of an older" in verify.stdout
+
+
+def test_entry_schema_reads_only_the_header() -> None:
+    value = cache_module.encode_entry({"dtype": "uint8", "shape": [2]}, b"ab")
+    assert entry_schema(value) == cache_module.SCHEMA_VERSION
+    assert entry_schema(b"not an entry") is None and entry_schema(value[:8]) is None

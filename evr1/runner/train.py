@@ -37,6 +37,17 @@ def reward_input(record: Any, text: str, sample_id: str, shown: Mapping[str, Any
     return RewardInput.from_record(record, text, sample_id=sample_id, shown=(shown or {}).get(record.id))
 
 
+def discard_evaluations(run_dir: Path, first_step: int) -> list[str]:
+    """Remove the periodic evaluations (`eval/step_N`) of steps a resumed run trains again, so none
+    mixes answers of two sets of weights; returns the names removed."""
+    removed = []
+    for folder in sorted((run_dir / "eval").glob("step_*")):
+        if folder.is_dir() and folder.name[5:].isdigit() and int(folder.name[5:]) >= first_step:
+            shutil.rmtree(folder)
+            removed.append(folder.name)
+    return removed
+
+
 def step_seed(seed: int, step: int, salt: int = 0) -> int:
     """A sampling seed for one step, independent of how many steps ran before in this process."""
     import numpy as np
@@ -359,6 +370,7 @@ class Trainer:
             start = self.restore(folder) if folder is not None else 0
             logged_from = start + 1 if start else 0  # from scratch: step 0's validation is logged again
             truncate_jsonl(self.run_dir / SAMPLES_FILE, logged_from)
+            discard_evaluations(self.run_dir, max(logged_from, 1))
         logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard, wandb_project=t.wandb_project, resume_step=logged_from)
         self.sync_weights(start)
         if start == 0 and t.val_every:

@@ -55,3 +55,23 @@ def test_truncate_jsonl_keeps_earlier_steps(tmp_path: Path) -> None:
     assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 1, 2]
     truncate_jsonl(tmp_path / "absent.jsonl", 1)  # nothing logged yet: nothing to do
     assert not (tmp_path / "absent.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("first_step", "kept"),
+    [
+        (3, ["step_000001", "step_000002"]),  # resumed from the step-2 checkpoint: steps 3.. are trained again
+        (1, []),  # no checkpoint: every evaluation is of weights trained again
+        (9, ["step_000001", "step_000002", "step_000003", "step_000004"]),
+    ],
+)
+def test_resume_discards_evaluations_of_steps_trained_again(tmp_path: Path, first_step: int, kept: list[str]) -> None:
+    from evr1.runner.train import discard_evaluations
+
+    for step in (1, 2, 3, 4):
+        (tmp_path / "eval" / f"step_{step:06d}").mkdir(parents=True)
+        (tmp_path / "eval" / f"step_{step:06d}" / "samples.jsonl").write_text("{}\n")
+    (tmp_path / "eval" / "notes").mkdir()  # not a step folder: left alone
+    removed = discard_evaluations(tmp_path, first_step)
+    assert sorted(p.name for p in (tmp_path / "eval").iterdir()) == sorted([*kept, "notes"])
+    assert removed == sorted({f"step_{s:06d}" for s in (1, 2, 3, 4)} - set(kept))

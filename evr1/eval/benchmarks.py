@@ -143,8 +143,9 @@ def ovobench_easyvideor1(row: Row, ctx: RowContext) -> Records:
         if task == "REC" and found is None:
             raise FieldError("problem", f"row {row.get('problem_id')!r}: an EasyVideoR1 REC problem reads"
                              f" \"How many times did they <activity>?\", got {text!r}")
-        question = official.ovo_question(task, found.group(1) if found else text)
-        row = {**row, "problem_type": OVO_FORWARD_TYPES[task], "problem": question}
+        text = found.group(1) if found else text
+        # meta `ovo_text`: the activity, step or question alone (lmms-eval's stock prompt words it itself)
+        row = {**row, "problem_type": OVO_FORWARD_TYPES[task], "problem": official.ovo_question(task, text), "ovo_text": text}
     return renamed(category="ovo_category", task="ovo_task")(row, ctx)
 
 

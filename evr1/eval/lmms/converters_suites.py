@@ -118,15 +118,15 @@ def ovobench(record: Record, row: Row) -> dict[str, Any]:
     """Backward/real-time: one question; forward: one probe of `test_info` (its own clip up to the probe's time)."""
     raw = official(row)
     category, task = required(record, "category"), required(record, "task")
-    doc = {"evr1_subset": category, "id": source_id(record), "task": task,
-           "question": str(raw.get("question", record.problem))}
+    text = str(record.meta.get("ovo_text", record.problem))  # EasyVideoR1 rows: the probe's text before our wording
+    doc = {"evr1_subset": category, "id": source_id(record), "task": task, "question": str(raw.get("question", text))}
     if category != "forward":
         return {**doc, "options": option_texts(record), "gt": answer_index(record)}
     probes = raw.get("test_info") or []
     index = int(source_id(record).rsplit("/", 1)[-1]) if probes else 0
     probe = dict(probes[index]) if probes else {}
     probe.setdefault("step", doc["question"])  # the SSR prompt shows the step
-    return {**doc, "activity": str(raw.get("activity", record.problem)), "test_info": [probe]}
+    return {**doc, "activity": str(raw.get("activity", text)), "test_info": [probe]}
 
 
 CONVERTERS: dict[str, Converter] = {

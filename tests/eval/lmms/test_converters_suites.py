@@ -325,3 +325,24 @@ def test_tempcompass_captioning_is_judged_by_the_stock_judge(captioning: Any, ju
     assert got["avg_accuracy,none"] == pytest.approx(50.0)
     assert got["speed_accuracy,none"] == pytest.approx(100.0) and got["direction_accuracy,none"] == pytest.approx(0.0)
     assert len(judge.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "text"),
+    [
+        ({"problem_type": "REC", "problem": "How many times did they breaking something?"}, "activity", "breaking something"),
+        ({"problem_type": "SSR", "problem": "put on the hair extensions"}, "step", "put on the hair extensions"),
+        ({"problem_type": "CRR", "problem": "What does she do to the car?"}, "question", "What does she do to the car?"),
+    ],
+)
+def test_ovobench_easyvideor1_probes_reach_the_stock_prompt_unworded(tmp_path: Path, row: dict, field: str, text: str) -> None:
+    """The stock OVO-Bench prompt words the activity/step/question itself: it must get them bare, not our wording."""
+    full = {"data_type": "video", "path": "p.mp4", "solution": "<answer>1</answer>", "problem_id": "ovo_7_0",
+            "ovo_task": row["problem_type"], "ovo_category": "forward", "options": [], **row}
+    (tmp_path / "ovobench").mkdir()
+    (tmp_path / "ovobench" / "ovo_bench_new.json").write_text(json.dumps([full]), encoding="utf-8")
+    (record,) = BENCHMARKS.get("ovobench").load(tmp_path)
+    assert text in record.problem and record.problem != text  # evr1's own prompt carries the official instruction
+    doc = CONVERTERS["ovobench"](record, full)
+    shown = doc["test_info"][0]["step"] if field == "step" else doc[field]
+    assert shown == text

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from evr1.specs import EvalSpec
 
 app = typer.Typer(help="Evaluate checkpoints on video benchmarks.", no_args_is_help=True)
 console = Console(highlight=False, soft_wrap=True)
@@ -17,13 +19,35 @@ def _names(value: str | None) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()] if value else []
 
 
+def with_options(spec: EvalSpec, *, video: dict[str, Any], judge: dict[str, Any], **fields: Any) -> EvalSpec:
+    """`spec` with the command-line options given (not None): `video` and `judge` fields update the spec's own
+    (the rest of its judge, e.g. `api_key_env`, is kept); a ConfigError naming the field when a value is invalid."""
+    from pydantic import ValidationError
+
+    from evr1.errors import ConfigError
+    from evr1.experiment import format_validation_error
+
+    def given(values: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in values.items() if v is not None}
+
+    dumped = spec.model_dump()
+    try:
+        return type(spec).model_validate({**dumped, **given(fields), "video": {**dumped["video"], **given(video)},
+                                          "judge": {**dumped["judge"], **given(judge)}})
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, "eval")) from None
+
+
+GENERATION_OPTIONS = ("--fps", "--max-frames", "--max-pixels", "--prompt-mode", "--max-tokens", "--batch-size")
+
+
 @app.command()
 def run(
-    target: Annotated[str, typer.Argument(help="A model (registered name or HF checkpoint directory) or an experiment.")],
+    target: Annotated[Optional[str], typer.Argument(metavar="TARGET", help="A model (registered name or HF checkpoint directory) or an experiment; not with --responses.")] = None,
     benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark names (default: the experiment's).")] = None,
     data_root: Annotated[Optional[Path], typer.Option(help="Folder holding the benchmark folders.")] = None,
-    out: Annotated[Path, typer.Option(help="Output directory (rerun to resume).")] = Path("runs/eval"),
-    responses: Annotated[Optional[Path], typer.Option(help="Score these responses (JSONL of {id, response}) instead of generating.")] = None,
+    out: Annotated[Path, typer.Option(help="Output directory (rerun to resume; failed samples are retried).")] = Path("runs/eval"),
+    responses: Annotated[Optional[Path], typer.Option(help="Score these responses (JSONL of {id: '<benchmark>/<id>', response}) instead of generating.")] = None,
     limit: Annotated[Optional[int], typer.Option(help="Keep the first N items of each benchmark.")] = None,
     fps: Annotated[Optional[float], typer.Option(help="Frames per second sampled from videos.")] = None,
     max_frames: Annotated[Optional[int], typer.Option(help="Most frames per video.")] = None,
@@ -36,41 +60,39 @@ def run(
     engine: Annotated[str, typer.Option(help="Rollout engine.")] = "hf",
     device: Annotated[str, typer.Option(help="Device of the HF engine.")] = "cpu",
 ) -> None:
-    """Evaluate TARGET on benchmarks; writes samples.jsonl, results.json and results.md under --out."""
-    from evr1.errors import Evr1Error
-    from evr1.eval.api import engine_responder, evaluate, resolve_target
-    from evr1.eval.responders import ScriptedResponder
-    from evr1.specs import EvalSpec, JudgeSpec
+    """Evaluate TARGET (or score --responses) on benchmarks; writes samples.jsonl, results.json and results.md under --out."""
+    from evr1.errors import ConfigError
+    from evr1.eval.api import engine_responder, evaluate, evaluate_responses, resolve_target
+    from evr1.specs import EvalSpec
 
+    generation = dict(zip(GENERATION_OPTIONS, (fps, max_frames, max_pixels, prompt_mode, max_tokens, batch_size)))
     if responses is not None:
+        given = [name for name, value in generation.items() if value is not None]
+        if target is not None or given:
+            extra = f"TARGET {target!r}" if target is not None else ", ".join(given)
+            raise ConfigError(f"--responses scores given answers: {extra} would not be used (generation only)")
         model, spec = None, EvalSpec()
+    elif target is None:
+        raise ConfigError("give TARGET (a model or an experiment) to generate answers, or --responses FILE to score given ones")
     else:
         model, spec = resolve_target(target)
         spec = spec or EvalSpec()
-    video = {k: v for k, v in {"fps": fps, "max_frames": max_frames, "max_pixels": max_pixels}.items() if v is not None}
-    updates = {"video": spec.video.model_copy(update=video)} if video else {}
-    updates |= {k: v for k, v in {"limit": limit, "prompt_mode": prompt_mode, "max_response_tokens": max_tokens,
-                                   "batch_size": batch_size}.items() if v is not None}
-    if judge_url or judge_model:
-        updates["judge"] = JudgeSpec(base_url=judge_url, model=judge_model)
-    spec = EvalSpec.model_validate({**spec.model_dump(), **{k: (v.model_dump() if hasattr(v, "model_dump") else v)
-                                                            for k, v in updates.items()}})
+    spec = with_options(spec, video={"fps": fps, "max_frames": max_frames, "max_pixels": max_pixels},
+                        judge={"base_url": judge_url, "model": judge_model}, limit=limit, prompt_mode=prompt_mode,
+                        max_response_tokens=max_tokens, batch_size=batch_size)
     root = data_root or spec.data_root
+    names = _names(benchmarks) or None
     if responses is not None:
-        if not responses.is_file():
-            raise Evr1Error(f"responses file {responses} does not exist")
-        table = {}
-        for line in responses.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                table[str(row["id"])] = str(row.get("response") or "")
-        responder = ScriptedResponder(table, mode=spec.prompt_mode)
+        results = evaluate_responses(spec, responses, out, benchmarks=names, data_root=root)
     else:
         responder = engine_responder(model, spec, engine=engine, device=device, data_root=root)  # type: ignore[arg-type]
-    results = evaluate(spec, responder, out, benchmarks=_names(benchmarks) or None, data_root=root)
+        results = evaluate(spec, responder, out, benchmarks=names, data_root=root)
     for name, r in results["benchmarks"].items():
-        console.print(f"{name}: {r['score']:.2f} ({r['metric']}; n={r['n']}, failed={r['failed']}, unparsed={r['unparsed']})")
-    console.print(f"results: {Path(out) / 'results.md'}")
+        console.print(f"{name}: {r['score']:.2f} ({r['metric']}; n={r['n']}, failed={r['failed']}, unparsed={r['unparsed']})",
+                      markup=False)
+        for error in r["errors"][:3]:
+            console.print(f"  failed: {error}", markup=False)
+    console.print(f"results: {Path(out) / 'results.md'}", markup=False)
 
 
 @app.command()

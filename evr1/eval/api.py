@@ -2,22 +2,27 @@
 
     responder = engine_responder(ModelSpec(name="tiny-qwen2.5-vl"), spec)  # or ScriptedResponder(...)
     results = evaluate(spec, responder, "runs/eval-1")  # results.json, results.md, <bench>/samples.jsonl
+    results = evaluate_responses(spec, "answers.jsonl", "runs/eval-2")  # score given responses
 
-Frame settings, decoding and prompt mode are part of every result file's `settings`.
+Frame settings, decoding, prompt mode and the judge (where a benchmark uses one) are part of every
+benchmark's `settings` (given responses: the responses file and its hash instead).
 The same entry point serves periodic evaluation during training (`responder_for_engine`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evr1.data.records import Record
-from evr1.errors import ConfigError
+from evr1.errors import ConfigError, Evr1Error
 from evr1.eval.benchmark import Benchmark
 from evr1.eval.report import write_run
-from evr1.eval.responders import EngineResponder, Responder
+from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder
 from evr1.eval.runner import RunOptions, evaluate_benchmark
 from evr1.specs import EvalSpec, JudgeSpec, ModelSpec, RewardSpec
 
@@ -44,6 +49,11 @@ def run_settings(spec: EvalSpec, responder: Responder) -> dict[str, Any]:
     }
 
 
+def judge_settings(judge: JudgeSpec) -> dict[str, Any]:
+    """What of the judge shapes its verdicts: its endpoint, model and reply length."""
+    return {"base_url": judge.base_url, "model": judge.model, "max_tokens": judge.max_tokens}
+
+
 JUDGE_OPTIONS = ("set eval.judge.base_url and eval.judge.model (an OpenAI-compatible endpoint, e.g. a vLLM server;"
                  " `evr1 eval run --judge-url URL --judge-model NAME`)")
 
@@ -68,14 +78,22 @@ def reward_router(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[st
     return RewardRouter(RewardSpec(format="none", routes=routes, judge=judge))
 
 
-def make_router(bench: Benchmark, spec: EvalSpec, records: Sequence[Record]) -> Any:
-    """The reward router scoring `records` of `bench`; a ConfigError naming the CLI options when a needed judge is missing."""
-    return reward_router(bench, spec.judge, (r.problem_type.value for r in records))
+@dataclass(frozen=True)
+class Loaded:
+    """A benchmark ready to run: its records (the first `limit`), their router, its judge's settings (when it
+    uses one), the notes of its loading, and the ids of all its records."""
+
+    bench: Benchmark
+    records: list[Record]
+    router: Any
+    judge: dict[str, Any] | None
+    notes: list[str]
+    ids: frozenset[str]
 
 
-def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, benchmarks: Sequence[str] | None = None,
-             data_root: str | Path | None = None) -> dict[str, Any]:
-    """Evaluate (or resume) the benchmarks of `spec` (or `benchmarks`) and write the run's reports."""
+def load_benchmarks(spec: EvalSpec, benchmarks: Sequence[str] | None = None,
+                    data_root: str | Path | None = None) -> list[Loaded]:
+    """Load and check the benchmarks of `spec` (or `benchmarks`) before anything runs: records, needed judge."""
     from evr1.registry import BENCHMARKS
 
     names = list(benchmarks or spec.benchmarks)
@@ -85,17 +103,88 @@ def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, bench
     if root is None:
         raise ConfigError("no data root: set eval.data_root or pass --data-root")
     loaded = []
-    for name in names:  # load and check everything before the first generation
+    for name in names:
         bench = BENCHMARKS.get(name)
-        records = bench.load(root)[: spec.limit]
-        loaded.append((bench, records, make_router(bench, spec, records)))
-    settings = run_settings(spec, responder)
-    options = RunOptions(spec.batch_size, spec.media_workers, spec.prefetch)
+        records, notes = bench.load_noted(root)
+        kept = records[: spec.limit]
+        types = {r.problem_type.value for r in kept}
+        judge = judge_settings(spec.judge) if require_judge(bench, spec.judge, types) else None
+        loaded.append(Loaded(bench, kept, reward_router(bench, spec.judge, types), judge, notes,
+                             frozenset(r.id for r in records)))
+    return loaded
+
+
+def run_loaded(loaded: Sequence[Loaded], responder: Responder, run_dir: str | Path, settings: Mapping[str, Any],
+               options: RunOptions) -> dict[str, Any]:
+    """Run (or resume) the `loaded` benchmarks, each under `settings` and its judge's, and write the run's reports."""
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     results = {}
-    for bench, records, router in loaded:
-        results[bench.name] = evaluate_benchmark(bench, records, responder, run_dir, settings, router, options)
-    return write_run(run_dir, settings, results)
+    for b in loaded:
+        own = {**settings, "judge": b.judge} if b.judge else settings
+        results[b.bench.name] = evaluate_benchmark(b.bench, b.records, responder, run_dir, own, b.router, options, b.notes)
+    return write_run(run_dir, results)
+
+
+def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, benchmarks: Sequence[str] | None = None,
+             data_root: str | Path | None = None) -> dict[str, Any]:
+    """Evaluate (or resume) the benchmarks of `spec` (or `benchmarks`) and write the run's reports."""
+    loaded = load_benchmarks(spec, benchmarks, data_root)
+    options = RunOptions(spec.batch_size, spec.media_workers, spec.prefetch)
+    return run_loaded(loaded, responder, run_dir, run_settings(spec, responder), options)
+
+
+def read_responses(path: str | Path) -> dict[str, str | None]:
+    """`{id: response}` of a JSONL file of `{"id": ..., "response": text or null}` rows; errors name the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise Evr1Error(f"responses file {path} does not exist")
+    table: dict[str, str | None] = {}
+    lines: dict[str, int] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise Evr1Error(f"{path}:{number}: not JSON ({exc.msg})") from None
+        valid = isinstance(row, dict) and "id" in row and isinstance(row.get("response", 0), (str, type(None)))
+        if not valid:
+            raise Evr1Error(f"{path}:{number}: expected {{\"id\": ..., \"response\": text or null}}, got {line[:80]!r}")
+        rid = str(row["id"])
+        if rid in table:
+            raise Evr1Error(f"{path}:{number}: id {rid!r} again (first at line {lines[rid]})")
+        table[rid], lines[rid] = row["response"], number
+    return table
+
+
+def check_response_ids(table: Mapping[str, Any], loaded: Sequence[Loaded], path: str | Path) -> None:
+    """An Evr1Error listing the ids of `table` that are no record of the `loaded` benchmarks (ids of other
+    registered benchmarks are left alone), with the `<benchmark>/` prefix to add when that would match."""
+    from evr1.registry import BENCHMARKS
+
+    others = set(BENCHMARKS.names()) - {b.bench.name for b in loaded}
+    known = frozenset().union(*(b.ids for b in loaded))
+    unknown = [i for i in table if i not in known and i.split("/", 1)[0] not in others]
+    if not unknown:
+        return
+    listed = ", ".join(repr(i) for i in unknown[:5]) + (f", ... ({len(unknown) - 5} more)" if len(unknown) > 5 else "")
+    names = ", ".join(b.bench.name for b in loaded)
+    prefixed = next((f"{b.bench.name}/{i}" for i in unknown for b in loaded if f"{b.bench.name}/{i}" in b.ids), None)
+    hint = f"; record ids are '<benchmark>/<id>', e.g. {prefixed!r}" if prefixed else ""
+    raise Evr1Error(f"{path}: {len(unknown)} response id(s) match no record of {names}: {listed}{hint}")
+
+
+def evaluate_responses(spec: EvalSpec, responses: str | Path, run_dir: str | Path, *,
+                       benchmarks: Sequence[str] | None = None, data_root: str | Path | None = None) -> dict[str, Any]:
+    """Score the responses of a JSONL file (see `read_responses`) on the benchmarks of `spec` (or `benchmarks`) and
+    write the run's reports; a record without a response fails. Its settings are the file's path and hash."""
+    table = read_responses(responses)
+    loaded = load_benchmarks(spec, benchmarks, data_root)
+    check_response_ids(table, loaded, responses)
+    path = Path(responses)
+    settings = {"responses": {"path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}}
+    options = RunOptions(spec.batch_size, spec.media_workers, spec.prefetch)
+    return run_loaded(loaded, ScriptedResponder(table, default=None), run_dir, settings, options)
 
 
 def responder_for_engine(engine: Any, processor: Any, spec: EvalSpec, model: str, data_root: str | Path) -> EngineResponder:

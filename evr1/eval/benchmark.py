@@ -17,6 +17,8 @@ groups) are checked by the benchmark's `meta_check`.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -57,6 +59,19 @@ class RowContext:
 Importer = Callable[[Mapping[str, Any], RowContext], list[dict[str, Any]]]
 MetaMap = Callable[[Mapping[str, Any]], dict[str, Any]]  # an EasyVideoR1 record's meta -> canonical meta fields
 MetaCheck = Callable[[Mapping[str, Any]], None]  # raises FieldError when a record's meta lacks what it needs
+
+
+class WarningLines(logging.Handler):
+    """The messages of the warnings logged by one thread (an importer's notes: files skipped, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.thread = threading.get_ident()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread:
+            self.lines.append(record.getMessage())
 
 
 class FieldError(ValueError):
@@ -175,6 +190,15 @@ class Benchmark:
     def load(self, data_root: str | Path) -> list[Record]:
         """Every record of the benchmark under `data_root` (see `rows` for the errors)."""
         return [record for record, _, _ in self.rows(data_root)]
+
+    def load_noted(self, data_root: str | Path) -> tuple[list[Record], list[str]]:
+        """`load`, and the warnings its importer logged on the `evr1.eval` logger (e.g. files skipped), one line each."""
+        logger, notes = logging.getLogger("evr1.eval"), WarningLines()
+        logger.addHandler(notes)
+        try:
+            return self.load(data_root), notes.lines
+        finally:
+            logger.removeHandler(notes)
 
     def convert_row(self, row: Any, ctx: RowContext) -> list[Record]:
         if not isinstance(row, Mapping):

@@ -1,4 +1,6 @@
-"""Run-level reports: `results.json`, `results.md` (a table per benchmark and sub-category), compare."""
+"""Run-level reports: `results.json`, `results.md` (a table per benchmark and sub-category), compare.
+
+Each benchmark keeps the settings it was evaluated under; the run's `settings` are those common to all of them."""
 
 from __future__ import annotations
 
@@ -9,33 +11,55 @@ from typing import Any
 
 from evr1.errors import Evr1Error
 
+COUNTERS = ("n: samples; failed: no answer scored (preparation, generation or scoring failed, or no response given);"
+            " unparsed: answered without an answer of the problem type's form. Both score 0 and count in n.")
+
 
 def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
     return [f"- {key}: `{json.dumps(value, sort_keys=True, default=str)}`" for key, value in sorted(settings.items())]
 
 
+def common_settings(benchmarks: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings every benchmark of a run was evaluated under (each keeps all of its own in `settings`)."""
+    own = [r.get("settings", {}) for r in benchmarks.values()]
+    if not own:
+        return {}
+    return {k: v for k, v in own[0].items() if k != "benchmark" and all(k in s and s[k] == v for s in own[1:])}
+
+
 def markdown(results: Mapping[str, Any]) -> str:
-    """A Markdown report: the settings, a summary table, then each benchmark with its breakdowns."""
-    lines = ["# Evaluation results", "", "## Settings", "", *_settings_lines(results["settings"]), "",
-             "## Summary", "", "| benchmark | score | metric | n | failed | unparsed |", "|---|---:|---|---:|---:|---:|"]
+    """A Markdown report: the common settings, a summary table, then each benchmark with its own settings (those not
+    common to all), the notes of its loading, its errors and breakdowns."""
+    common = results["settings"]
+    lines = ["# Evaluation results", "", "## Settings (of every benchmark)", "", *_settings_lines(common), "",
+             "## Summary", "", COUNTERS, "", "| benchmark | score | metric | n | failed | unparsed |", "|---|---:|---|---:|---:|---:|"]
     benches = results["benchmarks"]
     for name, r in benches.items():
         lines.append(f"| {r['title']} | {r['score']:.2f} | {r['metric']} | {r['n']} | {r['failed']} | {r['unparsed']} |")
     for name, r in benches.items():
-        lines += ["", f"## {r['title']} (`{name}`)", "", "| metric | value |", "|---|---:|"]
-        lines += [f"| {k} | {v:.2f} |" for k, v in r["metrics"].items()]
+        lines += ["", f"## {r['title']} (`{name}`)", ""]
+        own = {k: v for k, v in r.get("settings", {}).items() if k != "benchmark" and k not in common}
+        if own:
+            lines += ["Settings of this benchmark:", "", *_settings_lines(own), ""]
+        lines += [f"- note: {note}" for note in r.get("notes", [])]
+        lines += [f"- failed: {error}" for error in r.get("errors", [])]
+        if r.get("notes") or r.get("errors"):
+            lines.append("")
+        lines += ["| metric | value |", "|---|---:|", *(f"| {k} | {v:.2f} |" for k, v in r["metrics"].items())]
         for key, cats in r["breakdowns"].items():
             lines += ["", f"| {key} | score | n |", "|---|---:|---:|"]
             lines += [f"| {label} | {c['score']:.2f} | {c['n']} |" for label, c in cats.items()]
     return "\n".join(lines) + "\n"
 
 
-def write_run(run_dir: str | Path, settings: Mapping[str, Any], benchmarks: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge these benchmark results into the run's `results.json` and rewrite `results.md`."""
+def write_run(run_dir: str | Path, benchmarks: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge these benchmark results into the run's `results.json` (its `settings`: those common to all of its
+    benchmarks) and rewrite `results.md`."""
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
     previous = json.loads(path.read_text()) if path.exists() else {"benchmarks": {}}
-    results = {"settings": dict(settings), "benchmarks": {**previous.get("benchmarks", {}), **benchmarks}}
+    merged = {**previous.get("benchmarks", {}), **benchmarks}
+    results = {"settings": common_settings(merged), "benchmarks": merged}
     path.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     (run_dir / "results.md").write_text(markdown(results), encoding="utf-8")
     return results

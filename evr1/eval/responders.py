@@ -57,19 +57,25 @@ class Responder(Protocol):
 
 @dataclass
 class ScriptedResponder:
-    """Answers from a table `{record id: response}` (missing ids get `default`)."""
+    """Answers from a table `{record id: response}`; ids missing from it (or mapped to None) get `default`, and
+    with `default=None` they fail ("no response given")."""
 
-    responses: Mapping[str, str]
+    responses: Mapping[str, str | None]
     mode: PromptMode = "direct"
-    default: str = ""
+    default: str | None = ""
     asked: list[str] = field(default_factory=list)
 
+    def response(self, record_id: str) -> str | None:
+        given = self.responses.get(record_id)
+        return self.default if given is None else given
+
     def prepare(self, record: Record) -> Prepared:
-        return Prepared(record, question_text(record, self.mode))
+        error = "no response given" if self.response(record.id) is None else None
+        return Prepared(record, question_text(record, self.mode), error=error)
 
     def respond(self, batch: Sequence[Prepared]) -> list[str]:
         self.asked += [p.record.id for p in batch]
-        return [self.responses.get(p.record.id, self.default) for p in batch]
+        return [self.response(p.record.id) or "" for p in batch]
 
     def describe(self) -> dict[str, Any]:
         return {"responder": "scripted", "prompt_mode": self.mode}

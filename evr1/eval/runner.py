@@ -4,9 +4,12 @@
 
 Media and prompts for upcoming samples are prepared in a thread pool while the responder works
 on the current batch. Each scored sample is appended to `<run_dir>/<benchmark>/samples.jsonl`
-(and flushed) as soon as its batch is done; a rerun skips the ids already there, so an
-interrupted run resumes without duplicating or skipping any sample. Failed or unparseable
-samples score 0 and stay in every denominator.
+(and flushed) as soon as its batch is done; a rerun skips the ids done there and retries the
+failed ones (a failed scoring on the stored response, without generating again), so an
+interrupted run resumes without duplicating or skipping any sample. A batch the responder fails
+on is retried one sample at a time; a sample that still fails is a failed row, and many failures
+in a row stop the run (the engine is broken). Failed and unparsed samples score 0 and stay in
+every denominator.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,6 +32,7 @@ from evr1.eval.responders import Prepared, Responder
 from evr1.problem_types import ProblemType
 from evr1.rewards import RewardInput, RewardRouter, extract_answer
 from evr1.rewards.contract import Shown
+from evr1.rewards.format_reward import content_suits
 from evr1.rewards.multiple_choice import choice_letter
 
 logger = logging.getLogger("evr1.eval")
@@ -67,11 +71,12 @@ def settings_id(settings: Mapping[str, Any]) -> str:
 
 
 def parsed_answer(record: Record, response: str) -> str | None:
-    """What was read from a response: the option letter for multiple choice, else the answer text."""
+    """What was read from a response: the option letter for multiple choice, else the answer text when it has
+    the form of the problem type (a number, an interval, yes or no, non-empty text, ...); None when none was read."""
     text = extract_answer(response).text
     if record.problem_type is ProblemType.MULTIPLE_CHOICE:
         return choice_letter(text, record.options)
-    return text
+    return text if content_suits(text, RewardInput.from_record(record, response)) else None
 
 
 def read_log(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -93,16 +98,27 @@ def read_log(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
+def write_samples(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Replace the samples file by `rows` (one per id), atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows), encoding="utf-8")
+    tmp.replace(path)
+
+
 def read_samples(path: Path, sid: str) -> dict[str, dict[str, Any]]:
-    """The samples already written (first one per id), all made under settings `sid`."""
+    """The samples already written, all made under settings `sid`: the last row of each id (a retried sample's
+    row replaces its failed one; a file left with both by a killed run is rewritten with one row per id)."""
+    logged = read_log(path)
     rows: dict[str, dict[str, Any]] = {}
-    for number, row in read_log(path):
+    for number, row in logged:
         if row.get("settings_id") != sid:
             raise Evr1Error(
                 f"{path}:{number}: sample {row.get('id')!r} was made with other settings ({row.get('settings_id')} vs {sid});"
                 " use another output directory or the same settings to resume"
             )
-        rows.setdefault(row["id"], row)
+        rows[row["id"]] = row
+    if len(rows) < len(logged):
+        write_samples(path, rows.values())
     return rows
 
 
@@ -111,6 +127,7 @@ class RunOptions:
     batch_size: int = 4
     media_workers: int = 2
     prefetch: int = 8  # samples prepared ahead of the one being generated
+    max_failures_in_row: int = 8  # generation failures in a row that stop the run (the engine is broken)
 
 
 Scored = tuple[float, dict[str, float], str | None]  # accuracy, components (no format), error
@@ -146,25 +163,70 @@ def _row(bench: Benchmark, p: Prepared, response: str | None, scored: Scored | N
     return {**row, "prompt_hash": p.prompt_hash, "settings_id": sid, "cache_hits": p.cache_hits}
 
 
+def generate(responder: Responder, batch: Sequence[Prepared]) -> tuple[dict[str, str], dict[str, str]]:
+    """The responses to `batch` by id, and the generation errors by id: a batch the responder fails on is
+    retried one sample at a time, so that one bad sample (an over-long video running out of memory) fails alone."""
+    if not batch:
+        return {}, {}
+    try:
+        return dict(zip((p.record.id for p in batch), responder.respond(batch))), {}
+    except Exception as exc:  # noqa: BLE001 - one failing sample must not stop the benchmark; it is recorded
+        if len(batch) == 1:
+            error = f"generation failed: {type(exc).__name__}: {exc}"
+            logger.warning("%s: %s", batch[0].record.id, error)
+            return {}, {batch[0].record.id: error}
+        logger.warning("generation failed on a batch of %d (%s: %s); retrying one sample at a time", len(batch),
+                       type(exc).__name__, exc)
+    responses: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for p in batch:
+        answered, failed = generate(responder, [p])
+        responses |= answered
+        errors |= failed
+    return responses, errors
+
+
+def stored_response(earlier: Mapping[str, Any] | None, p: Prepared) -> str | None:
+    """The response of a failed earlier row of this sample that can be scored again: one generated from the same prompt."""
+    if earlier is None or earlier.get("response") is None or earlier.get("prompt_hash") != p.prompt_hash:
+        return None
+    return earlier["response"]
+
+
 def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responder, samples: Path, sid: str,
                 router: RewardRouter, options: RunOptions) -> dict[str, dict[str, Any]]:
-    """Generate and score every record not yet in `samples`; returns all rows by id."""
+    """Generate and score every record not yet in `samples`, or whose row there failed (scored again on its
+    stored response when it has one, else generated again); returns the row of every id."""
     samples.parent.mkdir(parents=True, exist_ok=True)
     rows = read_samples(samples, sid)
-    todo = [r for r in records if r.id not in rows]
+    todo = [r for r in records if r.id not in rows or rows[r.id].get("error")]
+    retried = {r.id: rows[r.id] for r in todo if r.id in rows}
+    failures_in_row = 0
     with samples.open("a", encoding="utf-8") as out:
         prepared = prefetched(todo, responder.prepare, options.media_workers, options.prefetch)
         for batch in batched(prepared, options.batch_size):
             ready = [p for p in batch if p.error is None]
-            responses = dict(zip((p.record.id for p in ready), responder.respond(ready))) if ready else {}
-            scored = score_responses([p.record for p in ready], list(responses.values()), router,
-                                     [p.shown for p in ready]) if ready else []
-            scores = dict(zip(responses, scored))
+            responses = {p.record.id: text for p in ready if (text := stored_response(retried.get(p.record.id), p)) is not None}
+            generated, errors = generate(responder, [p for p in ready if p.record.id not in responses])
+            responses |= generated
+            answered = [p for p in ready if p.record.id in responses]
+            scored = score_responses([p.record for p in answered], [responses[p.record.id] for p in answered], router,
+                                     [p.shown for p in answered]) if answered else []
+            scores = dict(zip((p.record.id for p in answered), scored))
             for p in batch:
-                row = _row(bench, p, responses.get(p.record.id), scores.get(p.record.id), sid)
+                done = replace(p, error=p.error or errors.get(p.record.id))
+                row = _row(bench, done, responses.get(p.record.id), scores.get(p.record.id), sid)
                 rows[row["id"]] = row
                 out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
             out.flush()
+            failures_in_row = 0 if generated else failures_in_row + len(errors)
+            if failures_in_row >= options.max_failures_in_row:
+                last = next(reversed(errors.items()))
+                raise Evr1Error(f"{bench.name}: generation failed for {failures_in_row} samples in a row (last: {last[0]}:"
+                                f" {last[1]}); the engine looks broken, stopping. Rows so far are in {samples}: rerun to"
+                                " resume (failed samples are retried)")
+    if retried:
+        write_samples(samples, rows.values())
     return rows
 
 
@@ -174,8 +236,12 @@ def missing_row(bench: Benchmark, record: Record, sid: str) -> dict[str, Any]:
 
 
 def summarize(bench: Benchmark, records: Sequence[Record], rows: Mapping[str, Mapping[str, Any]],
-              settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The results of one benchmark: headline score, metrics, breakdowns, failure counts, settings."""
+              settings: Mapping[str, Any], notes: Sequence[str] = ()) -> dict[str, Any]:
+    """The results of one benchmark: headline score, metrics, breakdowns, failure counts, settings, load notes.
+
+    `failed`: samples with no answer scored (preparation, generation or scoring failed, or no response given);
+    `unparsed`: samples answered without an answer of the problem type's form (`parsed_answer` is None).
+    Both score 0 and count in `n`."""
     sid = settings_id(settings)
     ordered = [rows.get(r.id) or missing_row(bench, r, sid) for r in records]
     result = bench.aggregate(ordered)
@@ -187,16 +253,18 @@ def summarize(bench: Benchmark, records: Sequence[Record], rows: Mapping[str, Ma
         "n": len(ordered), "failed": len(failed),
         "unparsed": sum(1 for r in ordered if not r.get("error") and r.get("parsed") is None),
         "errors": [f"{r['id']}: {r['error']}" for r in failed[:10]],
+        "notes": list(notes),
         "settings": dict(settings),
     }
 
 
 def evaluate_benchmark(bench: Benchmark, records: Sequence[Record], responder: Responder, run_dir: str | Path,
-                       settings: Mapping[str, Any], router: RewardRouter, options: RunOptions = RunOptions()) -> dict[str, Any]:
-    """Run (or resume) one benchmark in `run_dir/<name>/` and write its `results.json`."""
+                       settings: Mapping[str, Any], router: RewardRouter, options: RunOptions = RunOptions(),
+                       notes: Sequence[str] = ()) -> dict[str, Any]:
+    """Run (or resume) one benchmark in `run_dir/<name>/` and write its `results.json` (with the `notes` of its loading)."""
     folder = Path(run_dir) / bench.name
     settings = {**settings, "benchmark": bench.name}
     rows = run_samples(bench, records, responder, folder / "samples.jsonl", settings_id(settings), router, options)
-    result = summarize(bench, records, rows, settings)
+    result = summarize(bench, records, rows, settings, notes)
     (folder / "results.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     return result

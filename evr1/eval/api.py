@@ -120,8 +120,8 @@ def run_loaded(loaded: Sequence[Loaded], responder: Responder, run_dir: str | Pa
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     results = {}
     for b in loaded:
-        own = {**settings, "judge": b.judge} if b.judge else settings
-        results[b.bench.name] = evaluate_benchmark(b.bench, b.records, responder, run_dir, own, b.router, options, b.notes)
+        results[b.bench.name] = evaluate_benchmark(b.bench, b.records, responder, run_dir, settings, b.router, options,
+                                                   b.notes, b.judge)
     return write_run(run_dir, results)
 
 

@@ -3,8 +3,9 @@
 Each entry says where its data lives under the data root, its question types, its official
 aggregation (and the meta fields it groups by), its importers (official rows; EasyVideoR1's converted rows,
 brought to what the official importer gives), and its scorer overrides: open-ended answers go to the LLM judge
-for a verdict, correct (1) or incorrect (0), as the official judges of MMVU, VCR-Bench, VideoReasonBench and
-TempCompass captioning count them.
+for a verdict, correct (1) or incorrect (0), as the official judges of MMVU, VCR-Bench and VideoReasonBench count
+them (TempCompass captioning's official judge answers the multiple-choice question from the caption instead;
+docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -52,7 +52,8 @@ def letter_of(answer: Any, options: Sequence[str]) -> str:
 
     Option text wins over a letter reading: first an exact match, then one after `_normalised`
     (so "A dog." is the option "A dog", never the letter A). A letter form is "A", "(A)", "A.",
-    "A)" or "A:", alone or followed by that option's own text ("A. red").
+    "A)" or "A:", alone or followed by that option's own text ("A. red"). An answer whose loose text
+    match and letter reading name different options ("B" among options "b", "a") is an error.
     """
     if isinstance(answer, int) and not isinstance(answer, bool):
         if not 0 <= answer < len(options):
@@ -63,15 +64,27 @@ def letter_of(answer: Any, options: Sequence[str]) -> str:
         if text == str(option).strip():
             return LETTERS[i]
     loose = [i for i, option in enumerate(options) if _normalised(str(option)) == _normalised(text)]
+    letter = _letter_reading(text, options)
+    if len(loose) == 1 and letter not in (None, LETTERS[loose[0]]):
+        raise ValueError(f"answer {answer!r} reads as option {LETTERS[loose[0]]} by its text but as the letter {letter}"
+                         f" ({list(options)!r})")
     if len(loose) == 1:
         return LETTERS[loose[0]]
-    form = _LETTER_FORM.fullmatch(text)
-    if form and not loose:
-        letter, rest = (form.group(1), form.group(2)) if form.group(1) else (form.group(3), form.group(4))
-        index = LETTERS.index(letter)
-        if index < len(options) and (not rest or _normalised(rest) == _normalised(str(options[index]))):
-            return letter
+    if letter is not None and not loose:
+        return letter
     raise ValueError(f"answer {answer!r} is not one of {len(options)} options ({list(options)!r}) nor a letter of one")
+
+
+def _letter_reading(text: str, options: Sequence[str]) -> str | None:
+    """The letter of a letter form naming one of `options` (see `letter_of`), else None."""
+    form = _LETTER_FORM.fullmatch(text)
+    if form is None:
+        return None
+    letter, rest = (form.group(1), form.group(2)) if form.group(1) else (form.group(3), form.group(4))
+    index = LETTERS.index(letter)
+    if index < len(options) and (not rest or _normalised(rest) == _normalised(str(options[index]))):
+        return letter
+    return None
 
 
 def labelled_option(line: str) -> tuple[str, str] | None:

@@ -158,9 +158,10 @@ def sample_row(bench: Benchmark, record: Record, response: str | None, scored: S
     }
 
 
-def _row(bench: Benchmark, p: Prepared, response: str | None, scored: Scored | None, sid: str) -> dict[str, Any]:
+def _row(bench: Benchmark, p: Prepared, response: str | None, scored: Scored | None, sid: str,
+         scorer: str | None) -> dict[str, Any]:
     row = sample_row(bench, p.record, response, scored if scored is not None else (0.0, {}, p.error))
-    return {**row, "prompt_hash": p.prompt_hash, "settings_id": sid, "cache_hits": p.cache_hits}
+    return {**row, "prompt_hash": p.prompt_hash, "settings_id": sid, "scorer_id": scorer, "cache_hits": p.cache_hits}
 
 
 def generate(responder: Responder, batch: Sequence[Prepared]) -> tuple[dict[str, str], dict[str, str]]:
@@ -169,7 +170,10 @@ def generate(responder: Responder, batch: Sequence[Prepared]) -> tuple[dict[str,
     if not batch:
         return {}, {}
     try:
-        return dict(zip((p.record.id for p in batch), responder.respond(batch))), {}
+        answers = responder.respond(batch)
+        if len(answers) != len(batch):
+            raise Evr1Error(f"the responder gave {len(answers)} answers to {len(batch)} prompts")
+        return dict(zip((p.record.id for p in batch), answers)), {}
     except Exception as exc:  # noqa: BLE001 - one failing sample must not stop the benchmark; it is recorded
         if len(batch) == 1:
             error = f"generation failed: {type(exc).__name__}: {exc}"
@@ -194,12 +198,13 @@ def stored_response(earlier: Mapping[str, Any] | None, p: Prepared) -> str | Non
 
 
 def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responder, samples: Path, sid: str,
-                router: RewardRouter, options: RunOptions) -> dict[str, dict[str, Any]]:
-    """Generate and score every record not yet in `samples`, or whose row there failed (scored again on its
-    stored response when it has one, else generated again); returns the row of every id."""
+                router: RewardRouter, options: RunOptions, scorer: str | None = None) -> dict[str, dict[str, Any]]:
+    """Generate and score every record not yet in `samples`, or whose row there failed or was scored under other
+    scoring settings than `scorer` (the judge's): such rows are scored again on their stored response when
+    it was generated from the same prompt, else generated again. Returns the row of every id."""
     samples.parent.mkdir(parents=True, exist_ok=True)
     rows = read_samples(samples, sid)
-    todo = [r for r in records if r.id not in rows or rows[r.id].get("error")]
+    todo = [r for r in records if r.id not in rows or rows[r.id].get("error") or rows[r.id].get("scorer_id") != scorer]
     retried = {r.id: rows[r.id] for r in todo if r.id in rows}
     failures_in_row = 0
     with samples.open("a", encoding="utf-8") as out:
@@ -215,7 +220,7 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
             scores = dict(zip((p.record.id for p in answered), scored))
             for p in batch:
                 done = replace(p, error=p.error or errors.get(p.record.id))
-                row = _row(bench, done, responses.get(p.record.id), scores.get(p.record.id), sid)
+                row = _row(bench, done, responses.get(p.record.id), scores.get(p.record.id), sid, scorer)
                 rows[row["id"]] = row
                 out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
             out.flush()
@@ -260,11 +265,15 @@ def summarize(bench: Benchmark, records: Sequence[Record], rows: Mapping[str, Ma
 
 def evaluate_benchmark(bench: Benchmark, records: Sequence[Record], responder: Responder, run_dir: str | Path,
                        settings: Mapping[str, Any], router: RewardRouter, options: RunOptions = RunOptions(),
-                       notes: Sequence[str] = ()) -> dict[str, Any]:
-    """Run (or resume) one benchmark in `run_dir/<name>/` and write its `results.json` (with the `notes` of its loading)."""
+                       notes: Sequence[str] = (), judge: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run (or resume) one benchmark in `run_dir/<name>/` and write its `results.json` (with the `notes` of its loading).
+
+    `settings` make the responses (a resume under others is refused); `judge` scores them (a resume under
+    another judge scores the stored responses again). Both are reported."""
     folder = Path(run_dir) / bench.name
     settings = {**settings, "benchmark": bench.name}
-    rows = run_samples(bench, records, responder, folder / "samples.jsonl", settings_id(settings), router, options)
-    result = summarize(bench, records, rows, settings, notes)
+    scorer = settings_id(judge) if judge else None
+    rows = run_samples(bench, records, responder, folder / "samples.jsonl", settings_id(settings), router, options, scorer)
+    result = summarize(bench, records, rows, {**settings, "judge": judge} if judge else settings, notes)
     (folder / "results.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     return result

@@ -9,9 +9,9 @@ such tags inside the texts removed, and the system prompt tells the judge to tre
 data. Replies are read after dropping <think> blocks: by `reply_score`, a reply that is exactly an
 integer 0-10, else the last integer 0-10 that is neither part of a range ("0-10", "0 to 10") nor a
 denominator ("/10", "out of 10"); by `reply_verdict`, a last non-empty line that is exactly "correct"
-or "incorrect" (any case, markdown emphasis, quotes and a final period allowed, after an optional
-"Verdict:", "Answer:" or "Judgement:" label). Anything else is a ValueError: a failed sample, never a
-guess.
+or "incorrect" (any case, markdown emphasis, straight or curly quotes and a final "." or "!" allowed,
+after an optional "Verdict:", "Answer:" or "Judgement:" label), unless an earlier line is the opposite
+verdict. Anything else is a ValueError: a failed sample, never a guess.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ _INT = r"(?<![\w.])\d+(?![\w]|\.\d)"
 _RANGE = re.compile(rf"{_INT}\s*(?:-|–|—|\bto\b)\s*{_INT}", re.IGNORECASE)
 _DENOMINATOR = re.compile(rf"(?:/|\bout\s+of\b)\s*{_INT}", re.IGNORECASE)
 _SCORE = re.compile(_INT)
-_VERDICT = re.compile(r"^(?:(?:final\s+)?(?:verdict|answer|judge?ment)\s*:\s*)?[\"']?(correct|incorrect)[\"']?$",
+_QUOTE = "[\"'\u201c\u201d\u2018\u2019]?"
+_VERDICT = re.compile(rf"^(?:(?:final\s+)?(?:verdict|answer|judge?ment)\s*:\s*)?{_QUOTE}(correct|incorrect){_QUOTE}$",
                       re.IGNORECASE)
 _EMPHASIS = re.compile(r"[*_`]")
 MAX_REPLY_CHARS = 20_000
@@ -104,14 +105,20 @@ def final_text(reply: str) -> str:
     return _OPEN_THINK.sub(" ", text[cut + len("</think>") :] if cut >= 0 else text)
 
 
+def _line_verdict(line: str) -> bool | None:
+    found = _VERDICT.match(_EMPHASIS.sub("", line).strip().rstrip(".!").strip())
+    return None if found is None else found.group(1).lower() == "correct"
+
+
 def reply_verdict(reply: str) -> bool:
     """A judge reply's verdict, True for "correct" (rules in the module docstring); ValueError when there is none."""
-    lines = [_EMPHASIS.sub("", line).strip().rstrip(".").strip() for line in final_text(reply).splitlines()]
-    lines = [line for line in lines if line]
-    verdict = _VERDICT.match(lines[-1]) if lines else None
+    lines = [line for line in final_text(reply).splitlines() if line.strip()]
+    verdict = _line_verdict(lines[-1]) if lines else None
     if verdict is None:
         raise ValueError(f"judge reply holds no verdict (correct or incorrect): {reply[:100]!r}")
-    return verdict.group(1).lower() == "correct"
+    if any(_line_verdict(line) is (not verdict) for line in lines[:-1]):
+        raise ValueError(f"judge reply holds both verdicts: {reply[:100]!r}")
+    return verdict
 
 
 def reply_score(reply: str) -> float:

@@ -3,8 +3,9 @@
 - open_ended_judge: the judge rates the answer against the reference from 0 to 10 (score / 10): a
   graded training reward.
 - open_ended_verdict_judge: the judge says whether the answer is correct or incorrect against the
-  reference (1 or 0): the right-or-wrong scoring of the benchmarks' official judges (MMVU, VCR-Bench,
-  VideoReasonBench, TempCompass captioning), used by `evr1 eval`.
+  reference (1 or 0): the right-or-wrong scoring of the official judges of MMVU, VCR-Bench and
+  VideoReasonBench, used by `evr1 eval` (also for TempCompass captioning, whose official judge instead
+  answers the item's multiple-choice question from the caption: a documented difference).
 - preference_judge: the reference label when the record has one, else the judge's own verdict
   (A, B or tie) on the two responses in the problem; the answer's label must match it.
 

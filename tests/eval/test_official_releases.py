@@ -249,7 +249,17 @@ def _loosely_an_option(text: str, options: list[str]) -> bool:
 def test_letter_of_finds_each_option_text(options: list[str], data: st.DataObject) -> None:
     i = data.draw(st.integers(0, len(options) - 1))
     assert letter_of(options[i], options) == LETTERS[i]
-    assert letter_of(f"  {options[i].upper()} ", options) == LETTERS[i]
+    try:
+        loose = letter_of(f"  {options[i].upper()} ", options)
+    except ValueError as exc:  # the upper-cased text is also a letter naming another option ("A" among "x", "a")
+        assert "by its text but as the letter" in str(exc)
+    else:
+        assert loose == LETTERS[i]
+
+
+def test_letter_of_refuses_text_and_letter_naming_two_options() -> None:
+    with pytest.raises(ValueError, match="reads as option A by its text but as the letter B"):
+        letter_of("B", ["b", "a", "c"])
 
 
 @given(OPTIONS, st.data())

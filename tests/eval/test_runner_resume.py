@@ -114,9 +114,45 @@ def test_judge_settings_are_recorded_and_checked(bench_root: Path, tmp_path: Pat
     assert f'- judge: `{{"base_url": "{judge.url}", "max_tokens": 16, "model": "j1"}}`' in mmvu_section
     slower = spec.model_copy(update={"judge": spec.judge.model_copy(update={"retries": 5, "timeout_s": 60.0})})
     evaluate(slower, ScriptedResponder(answers), tmp_path, benchmarks=["mmvu"], data_root=bench_root)  # same verdicts
+    assert results["benchmarks"]["mmvu"]["score"] == 100.0
+    judge.reply = "incorrect"
     other = spec.model_copy(update={"judge": spec.judge.model_copy(update={"model": "j2"})})
-    with pytest.raises(Evr1Error, match="mmvu/mu1.*other settings"):
-        evaluate(other, ScriptedResponder(answers), tmp_path, benchmarks=["mmvu"], data_root=bench_root)
+    asked = ScriptedResponder(answers)
+    again = evaluate(other, asked, tmp_path, benchmarks=["mmvu"], data_root=bench_root)["benchmarks"]["mmvu"]
+    assert asked.asked == []  # another judge scores the stored responses again; nothing is generated
+    assert again["score"] == 50.0 and again["settings"]["judge"]["model"] == "j2"  # mu1 (MC) right, mu2 now judged wrong
+    assert len(_rows(tmp_path / "mmvu" / "samples.jsonl")) == 2  # one row per id
+
+
+def test_a_limited_run_then_the_full_run_resume_into_one_folder(bench_root: Path, tmp_path: Path, judge) -> None:
+    """MMVU's first item is multiple choice, its second open-ended: whether a judge is needed must not change
+    the settings the first item's response was made under."""
+    judge.reply = "correct"
+    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="j"))
+    answers = {"mmvu/mu1": "B", "mmvu/mu2": "combustion"}
+    first = evaluate(spec.model_copy(update={"limit": 1}), ScriptedResponder(answers), tmp_path, benchmarks=["mmvu"],
+                     data_root=bench_root)["benchmarks"]["mmvu"]
+    assert first["n"] == 1 and "judge" not in first["settings"]
+    asked = ScriptedResponder(answers)
+    full = evaluate(spec, asked, tmp_path, benchmarks=["mmvu"], data_root=bench_root)["benchmarks"]["mmvu"]
+    assert asked.asked == ["mmvu/mu2"] and full["n"] == 2 and full["score"] == 100.0
+
+
+class DropsLast(ScriptedResponder):
+    """A broken responder: one answer short for every batch of more than one."""
+
+    def respond(self, batch):
+        answers = super().respond(batch)
+        return answers[:-1] if len(answers) > 1 else answers
+
+
+def test_a_short_answer_list_fails_no_sample_silently(bench_root: Path, tmp_path: Path) -> None:
+    bench = BENCHMARKS.get("minerva")
+    records = bench.load(bench_root)
+    router = RewardRouter(RewardSpec())
+    answers = {r.id: "A" for r in records}
+    rows = run_samples(bench, records, DropsLast(answers), tmp_path / "s.jsonl", "sid", router, RunOptions(batch_size=2))
+    assert all(r["response"] == "A" and not r["error"] for r in rows.values())  # retried one at a time, each answered
 
 
 def test_each_benchmark_keeps_its_own_settings_in_the_reports(bench_root: Path, tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ def _spec(url: str, **judge: object) -> RewardSpec:
 
 
 # Replies and their verdicts, by hand: <think> dropped; the last non-empty line, without markdown emphasis,
-# quotes or a final period, after an optional "Verdict:" / "Answer:" / "Judgement:" label, must be the verdict.
+# quotes or a final period or "!", after an optional "Verdict:" / "Answer:" / "Judgement:" label, must be the
+# verdict, and no earlier line the opposite one ("both").
 VERDICTS = [
     ("correct", True),
     ("incorrect", False),
@@ -46,13 +47,18 @@ VERDICTS = [
     ("8/10", None),
     ("", None),
     ("<think>correct", None),  # only thoughts
+    ("Correct!", True),
+    ("\u201cIncorrect\u201d", False),  # curly quotes
+    ("Correct\n\nIncorrect", "both"),  # contradictory: no guess
+    ("incorrect\ncorrect", "both"),
+    ("correct\nVerdict: correct", True),  # repeated, not contradictory
 ]
 
 
 @pytest.mark.parametrize(("reply", "expected"), VERDICTS)
-def test_reply_verdict_table(reply: str, expected: bool | None) -> None:
-    if expected is None:
-        with pytest.raises(ValueError, match="no verdict"):
+def test_reply_verdict_table(reply: str, expected: bool | str | None) -> None:
+    if expected is None or expected == "both":
+        with pytest.raises(ValueError, match="no verdict" if expected is None else "both verdicts"):
             reply_verdict(reply)
     else:
         assert reply_verdict(reply) is expected

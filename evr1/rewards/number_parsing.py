@@ -26,8 +26,8 @@ Suffixes and look-alikes, decided case by case:
 | `3m 20s` | None | two numbers; durations are not converted |
 | `3m20s`, `1h30m`, `0x1F`, `1920x1080`, `1_000`, `1.5.2`, `192.168.0.1` | None | digits, letters and digits (or dotted groups) in one token are not a number |
 
-Percentages: `x%` is the quantity x/100, and `on_reference_scale` is the one rule every numeric
-scorer uses to compare an answer with a reference (see its docstring).
+Percentages: `x%` is the quantity x/100, and `readings` is the one rule every numeric scorer uses
+to compare an answer with a reference (see its docstring).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ _SCI = re.compile(
 )
 _POWER = re.compile(r"(?<![\w.])(\d{1,6}(?:\.\d+)?)[ \t]*\^[ \t]*(?:\{[ \t]*)?([-+]?\d{1,3})[ \t]*\}?")
 _UNIT_POWER = re.compile(r"(?<=[A-Za-z])[ \t]*\^[ \t]*\{?[-+]?\d{1,3}\}?")
+_UNIT_SQUARED = re.compile(r"(\d[ \t]*(?![xXeE][23])[A-Za-z]{1,3})[23](?!\w|\.\d)")  # 20m2, 5 cm3 (not 2x2, 1e3): a unit's power
 _SUPERSCRIPT = re.compile(r"(?<=[^\W_])[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")  # before NFKC turns `10²` into `102`
 _MIXED = re.compile(r"(?<![\w./])(\d+)[ \t]+(\d+)[ \t]*/[ \t]*(\d+)(?![\d/])")
 _ATOM = re.compile(
@@ -80,32 +81,28 @@ class Number:
     percent: bool = False
 
 
-def on_reference_scale(answer: Number, reference: Number) -> float:
-    """The answer's value on the reference's scale: the one percent rule of every numeric scorer.
+def readings(answer: Number, reference: Number) -> tuple[float, ...]:
+    """The answer's possible values on the reference's scale: the one percent rule of every numeric scorer.
 
-    `x%` is the quantity x/100. A plain number next to a percentage has no stated scale, so its
-    magnitude decides: within [-1, 1] it is a fraction (0.5 next to `50%`), beyond it a number of
-    percent (50 next to `50%`). Two percentages, or two plain numbers, compare as written. So for
-    a reference 0.5, `50%` is 0.5 but `0.5%` is 0.005; for a reference 50, `50%` is 50; for a
-    reference `50%`, the answers 50, 0.5 and `50%` all are 50. Every answer has one reading, fixed
-    by the plain side's magnitude and never by which reading fits better, so the rule is symmetric
-    and an answer cannot gain by hedging between scales (`0.5%` against 0.5 scores 0, not 1).
-    Percent-scale references below 1 (0.5 meaning 0.5 %) must be written with the sign (`0.5%`);
-    ratios above 1 written as percentages (1.5 vs `150%`) do not match.
+    `x%` is the quantity x/100. When exactly one side carries a percent sign, the other may have
+    dropped it, so both readings count: against a plain reference, `x%` reads as x/100 and as x;
+    against `r%`, a plain x reads as x percent and as the fraction x (100x percent). So a reference
+    0.5 accepts `50%` and `0.5%` (its sign may have been dropped), a reference `50%` accepts 50, 0.5
+    and `50%`, a reference 1 accepts `100%` and `1%`. Two percentages, or two plain numbers, compare
+    as written (`0.5%` is not `50%`). A number has at most these two readings, 100x apart.
     """
     if answer.percent == reference.percent:
-        return answer.value
-    plain = reference if answer.percent else answer
-    if abs(plain.value) > 1:
-        return answer.value
-    return answer.value / 100 if answer.percent else answer.value * 100
+        return (answer.value,)
+    if answer.percent:
+        return (answer.value / 100, answer.value)
+    return (answer.value, answer.value * 100)
 
 
 def same_number(answer: Number, reference: Number, rel_tol: float = 0.0, abs_tol: float = 0.0) -> bool:
-    """Equal on the reference's scale; tolerances (in the reference's units) are opt-in, float
-    rounding is always allowed."""
-    got = on_reference_scale(answer, reference)
-    return math.isclose(got, reference.value, rel_tol=max(rel_tol, 1e-9), abs_tol=max(abs_tol, 1e-12))
+    """Equal to the reference in one of the answer's `readings`; tolerances (in the reference's units) are
+    opt-in, float rounding is always allowed."""
+    return any(math.isclose(got, reference.value, rel_tol=max(rel_tol, 1e-9), abs_tol=max(abs_tol, 1e-12))
+               for got in readings(answer, reference))
 
 
 def _words_to_number(run: str) -> str:
@@ -145,6 +142,7 @@ def normalise(text: str) -> str:
     text = _LATEX_FRAC.sub(lambda m: f"{m.group(1)}/{m.group(2)}", text)
     text = _SCI.sub(lambda m: f"{m.group(1)}e{m.group(2)}", text)
     text = _UNIT_POWER.sub("", text)  # m^2, cm^{3}: part of a unit, not a number
+    text = _UNIT_SQUARED.sub(r"\1", text)
     text = _POWER.sub(lambda m: _power(m.group(1), m.group(2)), text)
     text = _DIGIT_SCALE.sub(lambda m: _fmt(float(m.group(1).replace(",", "")) * _SCALES[m.group(2).lower()]), text)
     text = _WORD_RUN.sub(lambda m: _words_to_number(m.group(0)), text)

@@ -4,8 +4,9 @@ numerical: 1 when the answer's one number equals the reference after normalisati
 thousands separators, words, fractions, magnitude suffixes, percentages, scientific notation).
 `RewardSpec.numeric_rel_tol` / `numeric_abs_tol` (in the reference's units) opt into a tolerance.
 
-Both scores compare on the reference's scale (`number_parsing.on_reference_scale`): for a
-reference 0.5, `50%` is 0.5 and `0.5%` is 0.005; for a reference 50 or `50%`, `50%` is 50.
+Both scores read a percent beside a plain number both ways (`number_parsing.readings`): a
+reference 0.5 accepts `50%` and `0.5%` (a dropped sign), `50%` accepts 50 and 0.5; MRA takes the
+better reading.
 
 regression: VSI-Bench's mean relative accuracy, the fraction of thresholds θ ∈ {0.50, 0.55, …,
 0.95} with |pred − gt| / |gt| <= 1 − θ (the official `<=`, with a 1e-9 tolerance so that float
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evr1.rewards.extract import answer_of
-from evr1.rewards.number_parsing import Number, on_reference_scale, parse_number, same_number
+from evr1.rewards.number_parsing import Number, parse_number, readings, same_number
 
 if TYPE_CHECKING:
     from evr1.rewards.contract import RewardInput
@@ -60,4 +61,4 @@ def score_regression(inp: RewardInput, spec: RewardSpec) -> float:
     got = parse_number(answer_of(inp, spec))
     if got is None:
         return 0.0
-    return mean_relative_accuracy(on_reference_scale(got, expected), expected.value)
+    return max(mean_relative_accuracy(value, expected.value) for value in readings(got, expected))

@@ -1,5 +1,5 @@
-"""The percent rule (`number_parsing.on_reference_scale`) as every numeric scorer applies it:
-hand-computed tables, then properties (symmetry, one scale per reference, no gain by the scale)."""
+"""The percent rule (`number_parsing.readings`) as every numeric scorer applies it: hand-computed
+tables, then properties (symmetry; a sign on one side only is read both ways; two percentages as written)."""
 
 from __future__ import annotations
 
@@ -13,24 +13,28 @@ from evr1.specs import RewardSpec
 
 # answer text, reference, exact-match score
 EXACT = [
-    ("50%", 0.5, 1.0),  # a plain reference within [-1, 1] is a fraction: 50% = 0.5
+    ("50%", 0.5, 1.0),  # 50% is the quantity 0.5
     ("50%", "0.5", 1.0),
-    ("50%", 50, 1.0),  # beyond 1 it is a number of percent
-    ("0.5%", 0.5, 0.0),  # 0.005 is not 0.5 (the old rule took either scale and scored 1)
+    ("50%", 50, 1.0),  # or the reference dropped its sign
+    ("0.5%", 0.5, 1.0),  # the reference may be 0.5 percent with the sign dropped
     ("0.5%", 0.005, 1.0),
     ("50%", "50%", 1.0),
     ("50 percent", "50%", 1.0),
-    ("0.5%", "50%", 0.0),  # two percentages compare as written (the old rule scored 1)
-    ("50", "50%", 1.0),  # a plain answer beyond 1 is a number of percent
-    ("0.5", "50%", 1.0),  # within [-1, 1] a fraction
-    ("0.5", "0.5%", 0.0),  # the mirror of ("0.5%", 0.5)
+    ("0.5%", "50%", 0.0),  # two percentages compare as written
+    ("50", "50%", 1.0),  # the answer dropped the sign
+    ("0.5", "50%", 1.0),  # the answer as a fraction
+    ("0.5", "0.5%", 1.0),
+    ("1", "1%", 1.0),
+    ("1%", 1, 1.0),
     ("0.005", "0.5%", 1.0),
-    ("150%", 1.5, 0.0),  # documented limit: a ratio above 1 is read as a number of percent
+    ("150%", 1.5, 1.0),
     ("150%", 150, 1.0),
     ("-20%", -0.2, 1.0),
     ("100%", 1, 1.0),
-    ("1%", 1, 0.0),  # 1 is a fraction: 1% = 0.01
     ("0%", 0, 1.0),
+    ("5", "50%", 0.0),  # 5 percent or 500 percent: neither is 50
+    ("5%", 0.5, 0.0),  # 0.05 or 5: neither is 0.5
+    ("0.05", "50%", 0.0),
 ]
 
 
@@ -39,16 +43,17 @@ def test_exact_percent_rule(answer: str, reference: object, expected: float, spe
     assert numerical.score(make(f"<answer>{answer}</answer>", reference, "numerical"), spec) == expected
 
 
-# MRA on the reference's scale; relative error e scores the share of θ in 0.50..0.95 with e <= 1 - θ.
+# MRA of the better reading; relative error e scores the share of θ in 0.50..0.95 with e <= 1 - θ.
 MRA = [
     ("45%", 0.5, 0.9),  # 0.45 vs 0.5: e = 0.1
     ("45%", 50, 0.9),  # 45 vs 50
     ("0.45", "50%", 0.9),  # 45 vs 50
     ("45", "50%", 0.9),
-    ("0.5%", 0.5, 0.0),  # 0.005 vs 0.5: e = 0.99 (the old rule scored 1)
+    ("0.5%", 0.5, 1.0),  # the dropped sign: 0.5 vs 0.5
     ("0.5%", "50%", 0.0),  # 0.5 vs 50
-    ("0.5", "0.5%", 0.0),  # 50 vs 0.5
+    ("0.5", "0.5%", 1.0),
     ("60%", "50%", 0.7),  # 60 vs 50: e = 0.2
+    ("6", "50%", 0.0),  # 6 (e = 0.88) or 600 (e = 11)
 ]
 
 
@@ -92,15 +97,14 @@ def test_exact_match_is_symmetric(a: str, b: str) -> None:
 
 
 @given(fractions)
-def test_one_percent_reading_of_a_fraction_reference(r: float) -> None:
-    # `{100r}%` is right and `{r}%` is wrong: the answer cannot pick the scale that fits
-    assert _exact(f"{100 * r!r}%", r) == 1.0
-    assert _exact(f"{r!r}%", r) == 0.0
-    assert _mra(f"{r!r}%", r) == 0.0
+def test_a_sign_on_one_side_is_read_both_ways(r: float) -> None:
+    assert _exact(f"{100 * r!r}%", r) == 1.0  # the quantity
+    assert _exact(f"{r!r}%", r) == 1.0  # the reference dropped its sign
+    assert _exact(f"{10 * r!r}%", r) == 0.0  # r/10 or 10r: neither is r
+    assert _mra(f"{r!r}%", r) == 1.0
 
 
-@given(fractions, st.integers(-(10**5), 10**5).map(lambda i: i / 1000))
-def test_fraction_reference_written_as_percent_scores_the_same(r: float, x: float) -> None:
-    # a percent answer scores the same against 0.25 and against 25%
-    for score in (_exact, _mra):
-        assert score(f"{x!r}%", r) == score(f"{x!r}%", f"{100 * r!r}%")
+@given(numbers.filter(lambda t: not t.endswith("%")), numbers.filter(lambda t: not t.endswith("%")))
+def test_two_percentages_compare_as_written(a: str, b: str) -> None:
+    assert _exact(f"{a}%", f"{b}%") == _exact(a, b)
+    assert _mra(f"{a}%", f"{b}%") == _mra(a, b)

@@ -53,11 +53,15 @@ UNSCALED = [
     ("10²", 100.0),  # a superscript power, not `102`
     ("10⁻³", 0.001),
     ("2km²", 2.0),  # a unit's power
+    ("The room is 20m2.", 20.0),  # square metres written without the superscript
+    ("12m2", 12.0),
+    ("5 cm3", 5.0),
     ("GPT-4o counted 12", 12.0),
     ("Answer:-5", -5.0),  # a sign, not a name's hyphen
 ]
 
 UNREADABLE = [
+    "a 2x2 grid",  # a size, not a unit's power
     "3k-4k",  # a range
     "K-pop",
     "Qwen2.5-VL-7B",

@@ -186,6 +186,7 @@ def verify(
     console.print(
         f"checked {result.checked} of {result.entries} entries: {len(result.problems)} bad, {len(result.stale)} with a changed"
         f" or missing source, {len(result.old_schema)} of an older schema"
+        + (f", {len(result.newer_schema)} of a newer evr1's schema (kept)" if result.newer_schema else "")
     )
     if result.old_schema:
         console.print(f"entries of an older schema are never read: remove them with `evr1 cache prune {escape(str(path))}`")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import struct
 import threading
@@ -27,6 +28,7 @@ from typing import Any
 from evr1.data.media import Geometry
 from evr1.errors import Evr1Error
 
+_log = logging.getLogger(__name__)
 SCHEMA_VERSION = 3  # 3: clip-clock timestamps, clip start frame and source size in `MediaInfo`
 MAGIC = b"EVR1C\x01"
 _ALIGN = 64
@@ -141,8 +143,8 @@ class TensorCache:
     Readers and the one builder may live in the same process; after a fork the child opens its own
     environment on first use. A writer asking for a larger map than the shared environment has
     grows it. A cache in a folder this process cannot write (a read-only file system, or a folder
-    without write permission) is opened read-only and without LMDB's lock file, so nobody may
-    write it meanwhile.
+    without write permission) is opened read-only, with LMDB's lock file when it can be used (safe
+    beside a writer), else without it (with a warning: nobody may write it meanwhile).
     """
 
     def __init__(self, path: str | Path, *, write: bool = False, map_size_gb: int = 256) -> None:
@@ -174,14 +176,29 @@ class TensorCache:
         if readonly and self.write:
             raise CacheError(f"cannot write the cache at {self.path}: the folder is read-only")
         try:
-            env = lmdb.open(
-                str(self.path), map_size=self.map_size, max_dbs=4, readonly=readonly, lock=not readonly,
-                max_readers=2048, readahead=False, meminit=False,
-            )
+            env = self._lmdb_open(readonly, lock=True)
+        except lmdb.Error as exc:
+            if not readonly:
+                raise CacheError(f"cannot open the cache at {self.path}: {exc}") from None
+            _log.warning("cache %s: cannot use its lock file (%s); reading without it, so nobody may write it meanwhile",
+                         self.path, exc)
+            env = self._lmdb_open(readonly, lock=False)
+        try:
             dbs = {name: env.open_db(name, create=self.write) for name in (_ENTRIES, _BUILDS)}
         except lmdb.Error as exc:
             raise CacheError(f"cannot open the cache at {self.path}: {exc}") from None
         return env, dbs
+
+    def _lmdb_open(self, readonly: bool, *, lock: bool):
+        import lmdb
+
+        try:
+            return lmdb.open(str(self.path), map_size=self.map_size, max_dbs=4, readonly=readonly, lock=lock,
+                             max_readers=2048, readahead=False, meminit=False)
+        except lmdb.Error as exc:
+            if lock:
+                raise
+            raise CacheError(f"cannot open the cache at {self.path}: {exc}") from None
 
     def _grow(self, env: Any) -> None:
         """Widen the shared environment's map to this handle's `map_size` (it never shrinks).

@@ -19,12 +19,20 @@ class VerifyResult:
     problems: list[str] = field(default_factory=list)  # entries whose bytes are wrong: the cache is damaged
     stale: list[str] = field(default_factory=list)  # entries whose source changed or vanished: never hit again
     old_schema: list[str] = field(default_factory=list)  # entries of an older cache schema: never read, not damaged
+    newer_schema: list[str] = field(default_factory=list)  # entries a newer evr1 wrote: kept, read by that evr1
 
 
 def verify_cache(path: str | Path, sample: int = 64, decode: bool = False, seed: int = 0) -> VerifyResult:
     """Check `sample` random entries (all when 0): header, length, digest, source file, and (with
     `decode`) that preparing the source again gives the same bytes."""
     store = TensorCache(path)
+    try:
+        return _verify(store, sample, decode, seed)
+    finally:
+        store.close()
+
+
+def _verify(store: TensorCache, sample: int, decode: bool, seed: int) -> VerifyResult:
     keys = store.keys()
     chosen = keys if sample <= 0 or sample >= len(keys) else random.Random(seed).sample(keys, sample)
     result = VerifyResult(entries=len(keys), checked=len(chosen))
@@ -53,20 +61,22 @@ def verify_cache(path: str | Path, sample: int = 64, decode: bool = False, seed:
                         result.problems.append(f"{where}: preparing the source again gives different bytes")
         except (CacheError, KeyError, ValueError, MediaError) as exc:
             schema = entry_schema(store.raw(key))
-            if schema is not None and schema != SCHEMA_VERSION:
+            if isinstance(schema, int) and schema < SCHEMA_VERSION:
                 result.old_schema.append(f"{name}: schema {schema}")
+            elif isinstance(schema, int) and schema > SCHEMA_VERSION:
+                result.newer_schema.append(f"{name}: schema {schema}")
             else:
                 result.problems.append(f"{name}: unreadable entry: {exc}")
-    store.close()
     return result
 
 
 def prune_cache(path: str | Path) -> tuple[int, int]:
-    """Remove every entry written under another cache schema; returns (removed, entries before)."""
+    """Remove every entry of an older cache schema (entries a newer evr1 wrote are kept); returns (removed,
+    entries before)."""
     store = TensorCache(path, write=True)
     try:
         schemas = store.schemas()
-        old = [key for key, schema in schemas.items() if schema not in (SCHEMA_VERSION, None)]
+        old = [key for key, schema in schemas.items() if isinstance(schema, int) and schema < SCHEMA_VERSION]
         store.delete(old)
     finally:
         store.close()

@@ -59,3 +59,24 @@ def test_entry_schema_reads_only_the_header() -> None:
     value = cache_module.encode_entry({"dtype": "uint8", "shape": [2]}, b"ab")
     assert entry_schema(value) == cache_module.SCHEMA_VERSION
     assert entry_schema(b"not an entry") is None and entry_schema(value[:8]) is None
+
+
+def test_entries_of_a_newer_evr1_are_kept_and_named(media_root: Path, tmp_path: Path, monkeypatch) -> None:
+    """A cache shared with a newer evr1: its entries are neither damaged nor pruned by this one."""
+    from evr1.data.cache_verify import prune_cache, verify_cache
+
+    procs, cache = family_processors("qwen2.5-vl"), CacheSpec(path=str(tmp_path / "c"))
+    record = Record(id="v", problem="q", problem_type="multiple_choice", answer="A",
+                    media=[MediaRef(kind="video", path="small.mp4")])
+    for schema in (cache_module.SCHEMA_VERSION - 1, cache_module.SCHEMA_VERSION + 1):
+        with monkeypatch.context() as patch:
+            patch.setattr(cache_module, "SCHEMA_VERSION", schema)
+            build_cache([record], video=VIDEO, image=IMAGE, cache=cache, processor=procs, data_root=media_root, workers=0,
+                        progress=False)
+    build_cache([record], video=VIDEO, image=IMAGE, cache=cache, processor=procs, data_root=media_root, workers=0, progress=False)
+    result = verify_cache(cache.path, sample=0)
+    assert (len(result.problems), len(result.old_schema), len(result.newer_schema)) == (0, 1, 1)
+    assert prune_cache(cache.path) == (1, 3)
+    store = TensorCache(cache.path)
+    assert sorted(store.schemas().values()) == [cache_module.SCHEMA_VERSION, cache_module.SCHEMA_VERSION + 1]
+    store.close()

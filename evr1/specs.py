@@ -253,10 +253,11 @@ class RewardSpec(Spec):
     math_workers: PositiveInt = 2
     fail_on_error: bool = False  # True: a scorer error or timeout fails the step
     # What the numbers of answered boxes count. "auto": the answering model family's convention when the
-    # input names it (Qwen2.5-VL: pixels of its resized input; Qwen2/3-VL: 0-1000), else guessed from
-    # magnitudes; "model": the family's convention, an error when unknown; "pixels" (of the input as
-    # shown), "relative_1000", "normalized" (0-1): for a dataset whose prompt asks for those units.
-    box_units: Literal["auto", "model", "pixels", "relative_1000", "normalized"] = "auto"
+    # input names it (Qwen2.5-VL: pixels of its resized input; Qwen2/3-VL: 0-1000; an answer whose values
+    # are all <= 1 is read as fractions), else guessed from magnitudes; "model": the family's convention,
+    # an error when unknown; "pixels" (of the input as shown), "relative_1000", "normalized" (0-1),
+    # "source_pixels" (of the original image): for a dataset whose prompt asks for those units.
+    box_units: Literal["auto", "model", "pixels", "relative_1000", "normalized", "source_pixels"] = "auto"
     judge: JudgeSpec = Field(default_factory=JudgeSpec)
     code: CodeSandboxSpec = Field(default_factory=CodeSandboxSpec)
 

@@ -177,7 +177,7 @@ def locate(rng: np.random.Generator, slot: int, canvas: Canvas) -> Item:
     specs = [(_pick(rng, SHAPE_KINDS), COLOR_NAMES[int(i)]) for i in names]
     shapes = _scattered(rng, canvas.width, canvas.height, specs)
     target = shapes[int(rng.integers(len(shapes)))]
-    return Item(f"Where is the {target.color} {target.kind}? Give its bounding box [x1, y1, x2, y2] in pixels.",
+    return Item(f"Where is the {target.color} {target.kind}? Give its bounding box [x1, y1, x2, y2].",
                 PT.SPATIAL_GROUNDING, {"boxes": target.box()}, [render(shapes, canvas.width, canvas.height)],
                 meta={"width": canvas.width, "height": canvas.height})
 
@@ -189,7 +189,7 @@ def when_where(rng: np.random.Generator, slot: int, canvas: Canvas) -> Item:
         "boxes": {_ts(canvas.time(f)): target.box(f) for f in range(first, last + 1)},
     }
     return Item(f"When is the {target.color} {target.kind} visible, and where is it at each moment? "
-                "Give the time interval in seconds and its bounding box [x1, y1, x2, y2] in pixels per timestamp.",
+                "Give the time interval in seconds and its bounding box [x1, y1, x2, y2] per timestamp.",
                 PT.SPATIAL_TEMPORAL_GROUNDING, answer, [render_clip([distractor, target], canvas)])
 
 
@@ -198,7 +198,7 @@ def track(rng: np.random.Generator, slot: int, canvas: Canvas) -> Item:
     target = _moving(rng, canvas, kind, name, _pick(rng, DIRECTIONS))
     distractor = _moving(rng, canvas, _other(rng, SHAPE_KINDS, kind), _other(rng, COLOR_NAMES, name), _pick(rng, DIRECTIONS))
     answer = {"boxes": {_ts(canvas.time(f)): target.box(f) for f in range(canvas.frames)}}
-    return Item(f"Track the {name} {kind}: give its bounding box [x1, y1, x2, y2] in pixels at each timestamp in seconds.",
+    return Item(f"Track the {name} {kind}: give its bounding box [x1, y1, x2, y2] at each timestamp in seconds.",
                 PT.TRACKING, answer, [render_clip([distractor, target], canvas)])
 
 

@@ -27,7 +27,7 @@ SPEC_CHECK_ATTR = "__evr1_check_spec__"
 
 # What a box's numbers count: pixels of the image as the model saw it (resized), a 0-1000 grid over
 # the image, or fractions of it.
-BoxUnits = Literal["pixels", "relative_1000", "normalized"]
+BoxUnits = Literal["pixels", "relative_1000", "normalized", "source_pixels"]
 # The units each Qwen-VL family answers boxes in (by `evr1.models.families.family`).
 MODEL_BOX_UNITS: dict[str, BoxUnits] = {"qwen2-vl": "relative_1000", "qwen2.5-vl": "pixels", "qwen3-vl": "relative_1000"}
 

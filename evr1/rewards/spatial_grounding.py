@@ -7,8 +7,10 @@ key, when all its values are <= 1), else in pixels of the original image or vide
 
 Exact conversion, when the answer's units are known (`RewardSpec.box_units`, by default the
 answering model's convention in `RewardInput.box_units`): model units -> fractions of the image
-as shown (pixels over `RewardInput.shown_size`, 0-1000 over 1000, 0-1 as is) -> the reference's
-frame. A size that this needs and nobody knows is a ValueError naming the record.
+(pixels over `RewardInput.shown_size`, original pixels over the original size, 0-1000 over 1000,
+0-1 as is) -> the reference's frame. A size that this needs and nobody knows is a ValueError naming
+the record. Under "auto", an answer whose values are all <= 1 is read as fractions whatever the
+model's convention (a prompt asked for them: no real box spans under one pixel or one thousandth).
 
 Fallback (units unknown, `box_units="auto"`): guessed from magnitudes. When the reference is
 normalised and the answer is not, the answer is divided by the `meta` image size or, with no
@@ -87,12 +89,26 @@ def answer_units(inp: RewardInput, spec: RewardSpec) -> BoxUnits | None:
     return inp.box_units
 
 
+def original_size(inp: RewardInput) -> tuple[float, float]:
+    """(width, height) of the original image: `meta`, else the source size; a ValueError naming the record."""
+    size = image_size(inp.meta) or inp.source_size
+    if size is None:
+        raise ValueError(
+            f"record {_name(inp)!r}: boxes in pixels of the original image, whose size is unknown"
+            " (give meta width/height or image_size, or the source size)"
+        )
+    return size
+
+
 def as_fractions(boxes: Sequence[Box], units: BoxUnits, inp: RewardInput) -> list[Box]:
-    """Boxes in `units` as fractions of the image the model was shown."""
+    """Boxes in `units` as fractions of the image (the shown and the original image have one aspect)."""
     if units == "normalized":
         return list(boxes)
     if units == "relative_1000":
         return _scaled(boxes, 1 / 1000, 1 / 1000)
+    if units == "source_pixels":
+        width, height = original_size(inp)
+        return _scaled(boxes, 1 / width, 1 / height)
     if inp.shown_size is None:
         raise ValueError(
             f"record {_name(inp)!r}: boxes are in pixels of the shown image, whose size is unknown (RewardInput.shown_size)"
@@ -104,18 +120,17 @@ def as_fractions(boxes: Sequence[Box], units: BoxUnits, inp: RewardInput) -> lis
 def in_reference_frame(boxes: Sequence[Box], reference: Sequence[Box], inp: RewardInput, spec: RewardSpec) -> list[Box]:
     """The predicted boxes in the reference's coordinate system: exact when the answer's units are known
     (a needed size nobody knows is a ValueError naming the record), else guessed (see the module doc)."""
+    if not boxes:
+        return []
     units = answer_units(inp, spec)
     if units is None:
         return to_reference_frame(boxes, reference, inp.meta)
+    if spec.box_units == "auto" and units != "normalized" and max(max(b) for b in boxes) <= 1.0:
+        units = "normalized"
     if is_normalised(reference, inp.meta):
         return as_fractions(boxes, units, inp)
-    size = image_size(inp.meta) or inp.source_size
-    if size is None:
-        raise ValueError(
-            f"record {_name(inp)!r}: the reference boxes are in pixels but the original image size is unknown"
-            " (give meta width/height or image_size, or the source size)"
-        )
-    return _scaled(as_fractions(boxes, units, inp), size[0], size[1])
+    width, height = original_size(inp)
+    return _scaled(as_fractions(boxes, units, inp), width, height)
 
 
 def reference_boxes(inp: RewardInput) -> list[Box]:

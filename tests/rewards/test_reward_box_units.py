@@ -36,6 +36,13 @@ EXACT = [
     ("relative_1000", "pixels", [50, 25, 150, 75], ORIGINAL, {}, 1.0),
     (None, "relative_1000", [250, 250, 750, 750], ORIGINAL, {}, 1.0),
     (None, "pixels", [50, 25, 150, 75], NORMALISED, {}, 1.0),
+    ("pixels", "source_pixels", ORIGINAL, NORMALISED, {}, 1.0),  # a prompt asking for the original image's pixels
+    ("relative_1000", "source_pixels", ORIGINAL, ORIGINAL, {}, 1.0),
+    # "auto": an answer all <= 1 is fractions (a prompt asked for them), whatever the model's convention ...
+    ("pixels", "auto", NORMALISED, NORMALISED, {}, 1.0),
+    ("relative_1000", "auto", NORMALISED, ORIGINAL, {}, 1.0),
+    # ... but units the spec names are taken as given: 0.25 px of a 200 px image is no box near the reference
+    ("pixels", "pixels", NORMALISED, NORMALISED, {}, 0.0),
 ]
 
 
@@ -77,14 +84,16 @@ def test_what_cannot_be_known_is_an_error_naming_the_record() -> None:
     with pytest.raises(ValueError, match=r"'img-9#1'.*pixels of the shown image.*shown_size"):
         spatial_grounding.score(normalised, RewardSpec(box_units="pixels"))
     no_source = make("<answer>[1, 2, 3, 4]</answer>", ORIGINAL, "spatial_grounding", sample_id="img-9#2", box_units="relative_1000")
-    with pytest.raises(ValueError, match=r"'img-9#2'.*reference boxes are in pixels.*original image size is unknown"):
+    with pytest.raises(ValueError, match=r"'img-9#2'.*pixels of the original image, whose size is unknown"):
         spatial_grounding.score(no_source, RewardSpec())
+    unanswered = make("<answer>no box</answer>", ORIGINAL, "spatial_grounding", sample_id="img-9#3", box_units="relative_1000")
+    assert spatial_grounding.score(unanswered, RewardSpec()) == 0.0  # nothing to convert: no size needed
 
 
 def test_units_are_validated() -> None:
     with pytest.raises(ValidationError, match="box_units"):
         RewardSpec(box_units="inches")
-    with pytest.raises(ValueError, match="box_units must be one of pixels, relative_1000, normalized"):
+    with pytest.raises(ValueError, match="box_units must be one of pixels, relative_1000, normalized, source_pixels"):
         make("x", ORIGINAL, "spatial_grounding", box_units="inches")
 
 

@@ -10,7 +10,9 @@ vLLM calls used, all public (docs.vllm.ai, "LLM class" and "Sleep mode"):
   calls the model's `load_weights(iterable of (checkpoint name, tensor))`, the loader vLLM itself
   uses for HF checkpoints (tensor-parallel shards are cut by it).
 Everything else (requests, sampling settings, outputs, weight names, placement) is in
-`evr1.engines.vllm_adapter` and tested without vLLM.
+`evr1.engines.vllm_adapter` and tested without vLLM. Not yet run on a GPU: whether
+`processed_logprobs` with top-k/top-p on works with every vLLM sampler backend (FlashInfer's
+included) and matches the learner's tempered log-probs (`tests/engines/test_vllm_engine_gpu.py`).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ prompt built from cached tensors is token-for-token the one `processor(text, vid
 from raw frames. Qwen3-VL videos become one `<t seconds><|vision_start|>...<|vision_end|>` group
 per temporal patch, with timestamps from the video's metadata (the official Qwen3-VL layout: the
 chat template's own `<|vision_start|><|video_pad|><|vision_end|>` wrapper is replaced whole).
+evr1's metadata counts a clip's frames from the clip's first frame, so a clipped video's timestamps
+start near 0 (qwen-vl-utils passes source-video indices, which count from the video's start): the
+clock the grounding rewards read answers on.
 """
 
 from __future__ import annotations

@@ -52,6 +52,9 @@ class Experiment(Spec):
     def _coherent(self) -> Experiment:
         if self.mixer.name is not None and self.mixer.k >= self.rollout.n:
             raise ValueError(f"mixer.k ({self.mixer.k}) must be smaller than rollout.n ({self.rollout.n})")
+        if self.model.lora is not None and self.resources.learner_sharding == "fsdp":
+            raise ValueError("model.lora is not supported with resources.learner_sharding='fsdp' yet: set"
+                             " learner_sharding='replicated' (each worker holds the frozen base and the adapters)")
         return self
 
 

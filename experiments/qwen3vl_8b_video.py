@@ -6,7 +6,8 @@ lr 1e-6 (see `evr1.recipes` for the values that are ours). Point it at your mode
     evr1 run qwen3vl_8b_video --set model.name=/models/Qwen3-VL-8B-Instruct \
         --set "data.train=('/data/train.jsonl',)" --set "data.val=('/data/val.jsonl',)"
 
-Variants: `:small_gpu` (one GPU), `:multi_node` (two 8-GPU nodes of a running Ray cluster).
+Variants: `:small_gpu` (one GPU), `:small_gpu_lora` (one GPU, LoRA adapters), `:multi_node`
+(two 8-GPU nodes of a running Ray cluster).
 """
 
 import fiddle as fdl
@@ -25,6 +26,11 @@ def experiment() -> fdl.Config[Experiment]:
 def small_gpu() -> fdl.Config[Experiment]:
     """The same on one GPU: 32 frames of <= 100,352 px, n=4, 8 prompts per step."""
     return recipes.small_gpu(experiment())
+
+
+def small_gpu_lora() -> fdl.Config[Experiment]:
+    """One GPU with LoRA adapters (rank 64, alpha 128, lr 1e-5) on the language model; vision frozen."""
+    return recipes.lora(recipes.small_gpu(experiment()))
 
 
 def multi_node() -> fdl.Config[Experiment]:

@@ -104,3 +104,40 @@ def test_eval_reads_images_at_the_training_budget(variant: str) -> None:
     assert exp.eval.image.max_pixels == {"experiment": 1_048_576, "small_gpu": 256 * 28 * 28}[variant]
     apply_overrides(cfg, ["data.image.max_pixels=401408"])
     assert build_experiment(cfg).eval.image.max_pixels == 401_408
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_small_gpu_lora_variant_validates_and_dry_runs(name: str, tmp_path: Path) -> None:
+    values = shown(evr1("show", f"{name}:small_gpu_lora", hf_home=tmp_path / "hf"))
+    expected = {"model.lora.rank": "64", "model.lora.alpha": "128.0", "model.lora.vision": "'frozen'",
+                "optim.lr": "1e-05", "resources.num_gpus": "1", "resources.learner_sharding": "'replicated'"}
+    assert {key: values[key] for key in expected} == expected
+    assert values["algo.clip_high"] == "0.28"  # the published settings stay
+    run_dir = tmp_path / "run"
+    out = evr1("run", f"{name}:small_gpu_lora", "--dry-run", "--run-dir", str(run_dir),
+               "--set", "model.lora.vision='merger'", hf_home=tmp_path / "hf")
+    assert out.returncode == 0, out.stderr
+    lora = json.loads((run_dir / "config.json").read_text())["model"]["lora"]
+    assert (lora["rank"], lora["vision"], lora["target_modules"][0]) == (64, "merger", "q_proj")
+    assert not (tmp_path / "hf").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("model.lora.rank=0", "model.lora.rank: Input should be greater than 0"),
+        ("model.lora.target_modules=()", "model.lora.target_modules: name at least one linear layer"),
+        ("model.lora.vision='tower'", "freeze_vision=True contradicts lora.vision='tower'"),
+    ],
+)
+def test_bad_lora_settings_are_user_errors(override: str, message: str, tmp_path: Path) -> None:
+    out = evr1("show", "quickstart", "--set", "model.freeze_vision=True", "--set", override, hf_home=tmp_path / "hf")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert message in out.stderr
+
+
+def test_lora_with_fsdp_is_refused_when_the_config_is_built(tmp_path: Path) -> None:
+    out = evr1("show", "qwen25vl_7b_video:small_gpu_lora", "--set", "resources.num_gpus=2", "--set", "resources.learner_workers=2",
+               "--set", "resources.learner_sharding='fsdp'", hf_home=tmp_path / "hf")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "model.lora is not supported with resources.learner_sharding='fsdp' yet" in out.stderr

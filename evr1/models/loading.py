@@ -81,7 +81,8 @@ def load_model(spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: to
     """The Qwen-VL model for `spec` on `device`, in `dtype` (default: `resolve_dtype`), in eval mode.
 
     Gradient checkpointing and a frozen vision tower follow the spec; training mode is the
-    caller's choice (`model.train()`).
+    caller's choice (`model.train()`). `spec.lora` is not applied here: this is the base model
+    (rollout engines, the KL reference); the learner adds the adapters (`evr1.models.lora`).
     """
     from transformers import AutoConfig, AutoModelForImageTextToText
 

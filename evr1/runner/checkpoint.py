@@ -69,14 +69,25 @@ def load_state(directory: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
 
 
 def export_hf(
-    model: Any, processor: Any, directory: str | Path, state_dict: Mapping[str, torch.Tensor] | None = None
+    model: Any,
+    processor: Any,
+    directory: str | Path,
+    state_dict: Mapping[str, torch.Tensor] | None = None,
+    adapter_state: Mapping[str, torch.Tensor] | None = None,
 ) -> Path:
-    """Save `model` (with `state_dict` when given, e.g. gathered from shards) and `processor` as an HF directory.
+    """Save `model` (with `state_dict` if given: gathered from shards, or LoRA-merged) and `processor` as an HF dir.
 
     The result loads with `AutoModelForImageTextToText.from_pretrained` and `AutoProcessor.from_pretrained`.
+    `adapter_state`: a LoRA model's state dict, whose adapters are also written in peft's format
+    into the `lora_adapter/` folder (`evr1.models.lora.save_adapter`, against the base model
+    `model` was loaded from).
     """
     directory = Path(directory)
     with atomic_directory(directory) as tmp:
         model.save_pretrained(tmp, state_dict=dict(state_dict) if state_dict is not None else None)
         processor.save_pretrained(tmp)
+        if adapter_state is not None:
+            from evr1.models.lora import ADAPTER_DIR, save_adapter
+
+            save_adapter(tmp / ADAPTER_DIR, model, adapter_state, base=model.name_or_path)
     return directory

@@ -26,6 +26,11 @@ fewer joins with zero-weight passes on a blank one-token text sample), and when 
 mini-batch has media, every media-less pass adds the zero-weight `vision_anchor` so that all
 reach the vision tower. The metrics are those of the global batch, as
 one worker would log them (`learner_stats`).
+
+LoRA (`ModelSpec.lora`, replicated workers only): the frozen base stays in the spec's dtype and
+only the adapters (float32) are trained, all-reduced, clipped and stepped by AdamW. `weights()`
+gives the merged weights under the base model's names (`evr1.models.lora`); checkpoints hold the
+adapters and the optimizer state; the HF export is the merged model plus the adapter beside it.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from evr1.algos.aggregation import Normaliser
 from evr1.algos.entropy import entropy_from_logits
 from evr1.algos.kl import KLController
 from evr1.errors import ConfigError
+from evr1.models import lora
 from evr1.models.forward import gather_logprobs, has_pixels, response_logits, vision_anchor
 from evr1.models.prompts import Prompt
 from evr1.registry import POLICY_LOSSES
@@ -219,6 +225,7 @@ class Learner(LogprobModel):
         self.kl_in_loss = algo.kl.enabled and not algo.kl.as_reward_penalty
         self.kl = KLController(algo.kl) if self.kl_in_loss else None
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.lora_scale = lora.scalings(model)  # None: every weight is trained
         total = trainer.steps * trainer.mini_batches * trainer.epochs
         self.optimizer, self.scheduler = build_optimizer(self.params, optim, total)
         self.optimizer_steps = 0
@@ -259,7 +266,16 @@ class Learner(LogprobModel):
                 f"learner expects {world_size} workers but the process group has {distributed.world_size()}"
             )
         dtype = compute_dtype(spec, device)
-        model = load_model(spec, device=device, dtype=torch.float32)
+        if spec.lora is not None:
+            if fsdp:
+                raise ConfigError(
+                    "model.lora with resources.learner_sharding='fsdp' is not supported: LoRA workers hold the frozen"
+                    " base in model.dtype (2 bytes per parameter in bfloat16); set learner_sharding='replicated'"
+                )
+            model = load_model(spec, device=device)  # the frozen base in the spec's dtype: no float32 master copy
+            model = lora.add_adapters(model, spec.lora, seed=trainer.seed)
+        else:
+            model = load_model(spec, device=device, dtype=torch.float32)
         if fsdp:
             model = distributed.shard_model(model, param_dtype=dtype)
             dtype = None  # FSDP casts parameters itself
@@ -401,13 +417,27 @@ class Learner(LogprobModel):
         return {**merged.summary(), "grad_norm": grad_norm, "lr": lr, "skipped_steps": float(skipped)}
 
     # -- weights and checkpoints ----------------------------------------------------------
-    def weights(self) -> dict[str, Tensor]:
-        """The full model state dict (gathered from shards under FSDP: call on every worker)."""
+    def _full_state(self) -> dict[str, Tensor]:
+        """The model's whole state dict, adapters included (gathered from shards under FSDP)."""
         if not self.sharded:
             return self.model.state_dict()
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
         return get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+    def weights(self) -> dict[str, Tensor]:
+        """The policy's state dict under the base model's names (call on every worker under FSDP).
+
+        With LoRA: the merged weights `W + scale * B @ A`, on the CPU; the model is not changed.
+        """
+        if self.lora_scale is None:
+            return self._full_state()
+        return lora.merged_state_dict(self._full_state(), self.lora_scale)
+
+    def _trained_state(self) -> dict[str, Tensor]:
+        """What a checkpoint holds of the model: the whole state dict, or with LoRA the adapters only."""
+        full = self._full_state()
+        return full if self.lora_scale is None else lora.adapter_state(full)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue training exactly: model, optimizer, scheduler, counters."""
@@ -419,7 +449,7 @@ class Learner(LogprobModel):
         else:
             optimizer = self.optimizer.state_dict()
         return {
-            "model": self.weights(),
+            "model": self._trained_state(),
             "optimizer": optimizer,
             "scheduler": self.scheduler.state_dict(),
             "optimizer_steps": self.optimizer_steps,
@@ -439,7 +469,10 @@ class Learner(LogprobModel):
                 options=StateDictOptions(full_state_dict=True),
             )
         else:
-            self.model.load_state_dict(state["model"])
+            if self.lora_scale is None:
+                self.model.load_state_dict(state["model"])
+            else:
+                lora.load_adapters(self.model, state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.optimizer_steps = int(state["optimizer_steps"])
@@ -461,7 +494,16 @@ class Learner(LogprobModel):
         self.load_state_dict({"model": model_state, **optimizer_state, **meta})
 
     def export_hf(self, directory: str, processor: Any) -> None:
-        """Save the current model and `processor` as an HF directory (call on every worker; rank 0 writes)."""
-        weights = self.weights()
-        if self.rank == 0:
-            checkpoint.export_hf(self.model, processor, directory, state_dict=weights if self.sharded else None)
+        """Save the current model and `processor` as an HF directory (call on every worker; rank 0 writes).
+
+        With LoRA the directory holds the merged model (no peft needed to load it) and the adapter
+        in peft's format in its `lora_adapter/` folder.
+        """
+        full = self._full_state()
+        if self.rank != 0:
+            return
+        if self.lora_scale is None:
+            checkpoint.export_hf(self.model, processor, directory, state_dict=full if self.sharded else None)
+        else:
+            merged = lora.merged_state_dict(full, self.lora_scale)
+            checkpoint.export_hf(self.model, processor, directory, state_dict=merged, adapter_state=full)

@@ -1,0 +1,54 @@
+"""A LoRA run through the CLI: the exported model loads with plain transformers and is the base
+model with the trained adapter merged in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from evr1.runner.metrics import read_metrics
+
+from .learner_fixtures import FAMILY, make_samples
+from .test_train import run, settings
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
+
+def test_lora_run_exports_a_plain_merged_model(tmp_path: Path) -> None:
+    from peft import PeftModel
+    from transformers import AutoModelForImageTextToText
+
+    from evr1.models import load_model, load_processor
+    from evr1.models.forward import response_logprobs
+    from evr1.models.lora import ADAPTER_DIR
+    from evr1.models.testing import tiny_spec
+
+    models = tmp_path / "models"
+    extra = {"model.lora.rank": "8", "model.lora.alpha": "16.0", "trainer.save_every": "3"}
+    out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models, **extra))
+    assert out.returncode == 0, out.stderr[-3000:]
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["model"]["lora"]["rank"] == 8
+    rows = read_metrics(tmp_path / "run")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3] and all(r["learner/skipped_steps"] == 0.0 for r in rows[1:])
+    saved = torch.load(tmp_path / "run" / "checkpoints" / "step_000003" / "learner" / "model.pt", weights_only=True)
+    assert saved and all(".lora_A." in k or ".lora_B." in k for k in saved)
+
+    exported = tmp_path / "run" / "final_model"
+    plain = AutoModelForImageTextToText.from_pretrained(exported)  # no peft involved
+    base_spec = tiny_spec(FAMILY, models)
+    adapter = json.loads((exported / ADAPTER_DIR / "adapter_config.json").read_text())
+    assert adapter["r"] == 8 and adapter["lora_alpha"] == 16.0
+    rebuilt = PeftModel.from_pretrained(load_model(base_spec), exported / ADAPTER_DIR).merge_and_unload()
+    base = load_model(base_spec)
+    processor = load_processor(base_spec)
+    samples = make_samples(processor, "vit", seed=11)
+    prompts, responses = [s.prompt for s in samples], [s.response_ids for s in samples]
+    mine, mask = response_logprobs(plain, prompts, responses, 0)
+    theirs, _ = response_logprobs(rebuilt, prompts, responses, 0)
+    before, _ = response_logprobs(base, prompts, responses, 0)
+    assert torch.allclose(mine[mask], theirs[mask], atol=1e-5)  # final_model = base + the saved adapter, merged
+    assert not torch.allclose(mine[mask], before[mask], atol=1e-4)  # and training moved it off the base

@@ -268,10 +268,7 @@ class Learner(LogprobModel):
         dtype = compute_dtype(spec, device)
         if spec.lora is not None:
             if fsdp:
-                raise ConfigError(
-                    "model.lora with resources.learner_sharding='fsdp' is not supported: LoRA workers hold the frozen"
-                    " base in model.dtype (2 bytes per parameter in bfloat16); set learner_sharding='replicated'"
-                )
+                raise ConfigError("model.lora is not supported with FSDP sharding yet: use replicated learners")
             model = load_model(spec, device=device)  # the frozen base in the spec's dtype: no float32 master copy
             model = lora.add_adapters(model, spec.lora, seed=trainer.seed)
         else:

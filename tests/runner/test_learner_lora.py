@@ -135,7 +135,7 @@ def test_export_is_a_plain_merged_model_with_the_adapter_beside_it(lspec, lproce
 
 
 def test_lora_with_fsdp_is_refused(lspec) -> None:
-    with pytest.raises(ConfigError, match="model.lora with resources.learner_sharding='fsdp' is not supported"):
+    with pytest.raises(ConfigError, match="model.lora is not supported with FSDP sharding yet"):
         Learner.from_spec(lspec.model_copy(update={"lora": LORA}), AlgoSpec(), OptimSpec(), TrainerSpec(), fsdp=True)
 
 

@@ -246,7 +246,8 @@ class Learner(LogprobModel):
         device: str | torch.device | None = None,
         fsdp: bool = False,
     ) -> Learner:
-        """Load the model of `spec` in float32 (autocast per `spec.dtype`), joining a group of `world_size` workers.
+        """Load the model of `spec` in float32 (with LoRA: the frozen base in `spec.dtype`, adapters in float32;
+        autocast per `spec.dtype`), joining a group of `world_size` workers.
 
         `temperature`: the rollout's (`RolloutSpec.temperature`), at which every log-prob is taken.
 

@@ -142,8 +142,11 @@ class Trainer:
             raise TrainingError(f"step {step}: the {what} failed:\n{cause}") from None
 
     def sync_weights(self, step: int) -> None:
-        weights = self._get([w.weights.remote() for w in self.learners], step, "learner (weights)")[0]  # FSDP: all gather
-        self._get(self.rollout.load_weights.remote(weights), step, "rollout worker (weight sync)")
+        """The policy's weights to the rollout worker, by reference (never through the driver). Replicated
+        learners are equal, so the first sends them; sharded ones all join the gather (rank 0 returns them)."""
+        holders = self.learners if self.exp.resources.learner_sharding == "fsdp" else self.learners[:1]
+        refs = [w.weights.remote() for w in holders]
+        self._get([self.rollout.load_weights.remote(refs[0]), *refs[1:]], step, "weight sync (learner to rollout worker)")
 
     # -- one step -----------------------------------------------------------------------------
     def sampling_params(self, step: int, *, greedy: bool = False) -> Any:

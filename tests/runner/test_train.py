@@ -93,12 +93,8 @@ def test_three_steps_per_family(tmp_path: Path, models: Path, family: str) -> No
     assert model.generate(ids, max_new_tokens=3, do_sample=False).shape[1] == ids.shape[1] + 3
 
 
-def test_resume_after_kill_repeats_the_uninterrupted_run(tmp_path: Path, models: Path) -> None:
-    common = settings(tmp_path, models, **{"trainer.steps": "6", "trainer.save_every": "2", "trainer.val_every": "3"})
-    whole = run("quickstart", "--run-dir", str(tmp_path / "whole"), *common)
-    assert whole.returncode == 0, whole.stderr[-3000:]
-
-    target = tmp_path / "killed"
+def killed_after_first_checkpoint(target: Path, common: list[str]) -> None:
+    """Start `evr1 run quickstart` into `target` and kill it (driver, local Ray, workers) once step 2 is saved."""
     proc = subprocess.Popen(
         [EVR1, "run", "quickstart", "--run-dir", str(target), *common],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -107,13 +103,35 @@ def test_resume_after_kill_repeats_the_uninterrupted_run(tmp_path: Path, models:
     while not (target / "checkpoints" / "step_000002" / "trainer.json").exists():
         assert proc.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
         time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)  # the driver, its local Ray and every worker
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (target / "final_model").exists()
 
-    resumed = run("--resume", str(target))
+
+def test_resume_after_kill_repeats_the_uninterrupted_run(tmp_path: Path, models: Path) -> None:
+    common = settings(tmp_path, models, **{"trainer.steps": "6", "trainer.save_every": "2", "trainer.val_every": "3"})
+    whole = run("quickstart", "--run-dir", str(tmp_path / "whole"), *common)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    killed_after_first_checkpoint(tmp_path / "killed", common)
+    resumed = run("--resume", str(tmp_path / "killed"))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert stable(read_metrics(target)) == stable(read_metrics(tmp_path / "whole"))
+    assert stable(read_metrics(tmp_path / "killed")) == stable(read_metrics(tmp_path / "whole"))
+
+
+def test_sharded_learners_train_sync_and_resume_through_the_cli(tmp_path: Path, models: Path) -> None:
+    """2 FSDP learner workers (gloo on CPU), as the GPU recipes run: weights reach the rollout worker from
+    rank 0's gather, checkpoints save and resume, and the resumed logs equal the uninterrupted run's."""
+    common = settings(tmp_path, models, **{"resources.learner_workers": "2", "resources.learner_sharding": "'fsdp'",
+                                           "trainer.steps": "4", "trainer.save_every": "2"})
+    whole = run("quickstart", "--run-dir", str(tmp_path / "whole"), *common)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    rows = read_metrics(tmp_path / "whole")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3, 4]
+    assert all(r["learner/optimizer_steps"] == 1.0 and r["learner/skipped_steps"] == 0.0 for r in rows[1:])
+    killed_after_first_checkpoint(tmp_path / "killed", common)
+    resumed = run("--resume", str(tmp_path / "killed"))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert stable(read_metrics(tmp_path / "killed")) == stable(rows)
 
 
 def test_a_failing_worker_names_the_step(tmp_path: Path, models: Path) -> None:

@@ -37,7 +37,7 @@ def _score(root: Path, name: str, answers: dict[str, str]) -> dict[str, Any]:
     return got
 
 
-def _same(official: dict[str, Any], easy: dict[str, Any], score: float) -> None:
+def check_same(official: dict[str, Any], easy: dict[str, Any], score: float) -> None:
     assert official["score"] == pytest.approx(score) and easy["score"] == pytest.approx(score)
     assert easy["metrics"] == pytest.approx(official["metrics"])
     assert easy["breakdowns"] == official["breakdowns"]
@@ -86,7 +86,7 @@ def test_videomathqa_easyvideor1_rows_score_as_the_official(tmp_path: Path) -> N
             **{f"videomathqa/videomathqa/{b}/75{p + 1}": "A" if p else "B" for p in range(4)}}
     got_official = _score(_write(tmp_path / "o", _vmq_official()), "videomathqa", official)
     got_easy = _score(_write(tmp_path / "e", _vmq_easy()), "videomathqa", easy)
-    _same(got_official, got_easy, 50.0)
+    check_same(got_official, got_easy, 50.0)
     assert got_easy["metrics"]["MCQ"] == 50.0 and got_easy["metrics"]["mbin_questions"] == 2.0
     assert {k: v["score"] for k, v in got_easy["breakdowns"]["category (MBin)"].items()} == {"Counting": 100.0, "Chart": 0.0}
 
@@ -135,7 +135,7 @@ def test_ovobench_easyvideor1_forward_rows_score_and_read_as_the_official(tmp_pa
     easy_root = _write(tmp_path / "e", {"ovobench/ovo_bench_new.json": OVO_EASY})
     got_official = _score(official_root, "ovobench", {f"ovobench/{o}": r for o, _, r in OVO_ANSWERS})
     got_easy = _score(easy_root, "ovobench", {f"ovobench/ovo_bench_new/ovo_{e}": r for _, e, r in OVO_ANSWERS})
-    _same(got_official, got_easy, 75.0)
+    check_same(got_official, got_easy, 75.0)
     assert got_easy["metrics"]["forward"] == pytest.approx(50.0)
     official = {r.id.removeprefix("ovobench/"): r for r in BENCHMARKS.get("ovobench").load(official_root)}
     easy = {r.id.removeprefix("ovobench/ovo_bench_new/ovo_"): r for r in BENCHMARKS.get("ovobench").load(easy_root)}
@@ -181,7 +181,7 @@ def test_mvbench_easyvideor1_rows_score_the_official_task_mean(tmp_path: Path) -
                           {"mvbench/action_antonym/1": "C", "mvbench/action_antonym/2": "B", "mvbench/action_sequence/1": "B"})
     easy_root = _write(tmp_path / "e", _mvbench_easy())
     got_easy = _score(easy_root, "mvbench", {"mvbench/mvbench/1": "C", "mvbench/mvbench/2": "B", "mvbench/mvbench/801": "B"})
-    _same(got_official, got_easy, 75.0)
+    check_same(got_official, got_easy, 75.0)
     clip = BENCHMARKS.get("mvbench").load(easy_root)[2].media[0]
     assert (clip.path, clip.start, clip.end) == ("mvbench/star/Charades_v1_480/AJTDO.mp4", 0.0, 11.375)
 
@@ -227,7 +227,7 @@ def test_vsibench_easyvideor1_rows_score_as_the_official(tmp_path: Path) -> None
                           {f"vsibench/{i}": r for i, r in enumerate(responses)})
     got_easy = _score(_write(tmp_path / "e", {"vsibench/test.json": easy}), "vsibench",
                       {f"vsibench/test/{i}": r for i, r in enumerate(responses)})
-    _same(got_official, got_easy, 70.0)
+    check_same(got_official, got_easy, 70.0)
 
 
 # -- Charades-STA: the span inside <think> ---------------------------------------------------------------------------
@@ -246,7 +246,7 @@ def test_charades_easyvideor1_rows_score_as_the_official(tmp_path: Path) -> None
     easy_root = _write(tmp_path / "e", {"charades_sta/charades_test.json": easy})
     got_official = _score(official_root, "charades_sta", {f"charades_sta/{v}/{i + 1}": r for i, ((v, _, _), r) in enumerate(zip(spans, responses))})
     got_easy = _score(easy_root, "charades_sta", {f"charades_sta/charades_test/{i}": r for i, r in enumerate(responses)})
-    _same(got_official, got_easy, 75.0)
+    check_same(got_official, got_easy, 75.0)
     assert got_easy["metrics"]["R@0.7"] == 50.0
     a, b = BENCHMARKS.get("charades_sta").load(official_root)[0], BENCHMARKS.get("charades_sta").load(easy_root)[0]
     assert (question_text(b), b.answer) == (question_text(a), a.answer)
@@ -269,7 +269,7 @@ def test_livesports_easyvideor1_rows_with_a_shared_problem_id_load_and_score(tmp
                           {f"livesports3k_qa/q{i}": r for i, r in enumerate(responses)})
     got_easy = _score(_write(tmp_path / "e", {"livesports3k/qa.json": easy}), "livesports3k_qa",
                       {f"livesports3k_qa/qa/{pid}/{t}": r for pid, (t, _), r in zip(pids, items, responses)})
-    _same(got_official, got_easy, 200 / 3)
+    check_same(got_official, got_easy, 200 / 3)
     assert {k: v["score"] for k, v in got_easy["breakdowns"]["category"].items()} == {"Who": 100.0, "What": 0.0, "When": 100.0}
 
 
@@ -304,7 +304,7 @@ def test_mmvu_easyvideor1_rows_take_the_subject_from_the_video_folder(tmp_path: 
                           {"mmvu/validation_0": "A", "mmvu/validation_1": "B"})
     got_easy = _score(_write(tmp_path / "e", {"mmvu/validation.json": easy}), "mmvu",
                       {"mmvu/validation/1": "A", "mmvu/validation/2": "B"})
-    _same(got_official, got_easy, 50.0)
+    check_same(got_official, got_easy, 50.0)
     assert set(got_easy["breakdowns"]["category"]) == {"Art", "Chemistry"}
 
 
@@ -327,7 +327,7 @@ def test_video_mmmu_easyvideor1_rows_keep_tracks_and_the_question_image(tmp_path
                                                          "video_mmmu/Perception/dev_Biology_3": "B"})
     got_easy = _score(easy_root, "video_mmmu", {"video_mmmu/Perception/1": "A", "video_mmmu/Perception/301": "A",
                                                 "video_mmmu/Perception/601": "B"})
-    _same(got_official, got_easy, 200 / 3)
+    check_same(got_official, got_easy, 200 / 3)
     adaptation = BENCHMARKS.get("video_mmmu").load(easy_root)[0]
     assert [(m.kind, m.path) for m in adaptation.media] == [("video", "video_mmmu/dev_Biology_3.mp4"),
                                                             ("image", "video_mmmu/images/dev_Biology_3.png")]

@@ -7,12 +7,14 @@ Each adapted linear layer `name` then holds `name.base_layer.weight` (frozen) an
 
 `merged_state_dict` turns such a state dict into the base model's own one, each adapted weight
 replaced by `W + scale * B @ A` (computed in float32, cast back to W's dtype), without touching
-the model: rollout engines and exported checkpoints need no LoRA support.
+the model: rollout engines and exported checkpoints need no LoRA support. `adapters_off` makes the
+model compute as its frozen base for a while (the KL reference, with no second copy of the model).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,33 @@ def scalings(model: Any) -> dict[str, float] | None:
     from peft.tuners.lora import LoraLayer
 
     return {name: m.scaling[ADAPTER] for name, m in model.named_modules() if isinstance(m, LoraLayer)}
+
+
+@contextmanager
+def adapters_off(model: Any) -> Iterator[Any]:
+    """Within the block `model` (with adapters, see `add_adapters`) computes as its frozen base.
+
+    Every LoRA layer's adapters are disabled with peft's `enable_adapters(False)`. On leaving the
+    block, by an exception too, each layer is set back as it was (adapters on or off, and the
+    `requires_grad` of its parameters, which peft's switch changes). Raises `Evr1Error` if `model`
+    has no adapters.
+    """
+    from peft.tuners.lora import LoraLayer
+
+    layers = [m for m in model.modules() if isinstance(m, LoraLayer)]
+    if not layers:
+        raise Evr1Error(f"{type(model).__name__} has no LoRA adapters to switch off")
+    were_off = [m.disable_adapters for m in layers]
+    grads = [(p, p.requires_grad) for m in layers for p in m.parameters()]
+    try:
+        for m in layers:
+            m.enable_adapters(False)
+        yield model
+    finally:
+        for m, off in zip(layers, were_off):
+            m.enable_adapters(not off)
+        for p, flag in grads:
+            p.requires_grad_(flag)
 
 
 def load_adapters(model: Any, state: Mapping[str, torch.Tensor]) -> None:

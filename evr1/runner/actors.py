@@ -2,8 +2,9 @@
 
 - `RolloutWorker` holds the rollout engine and builds prompts (media from the cache).
 - `LearnerWorker` holds one data-parallel shard of the learner; it builds its own prompts, so
-  each record's media are read once per step per worker and reused by every pass.
-- `ReferenceWorker` holds the frozen reference model when KL is on.
+  each record's media are read once per step per worker and reused by every pass. With LoRA it
+  also gives the KL reference log-probs: its own frozen base, adapters off.
+- `ReferenceWorker` holds the frozen reference model when KL is on (without LoRA).
 - `RewardWorker` scores responses with the reward router.
 """
 
@@ -125,6 +126,14 @@ def _samples(prompter: Any, items: Sequence[TrainItem]) -> list[Any]:
     ]
 
 
+def _scored(model: Any, prompter: Any, items: Sequence[TrainItem]) -> list[Any]:
+    """Log-probs of items' responses under `model` (a `LogprobModel`); items need no advantages yet."""
+    import torch
+
+    samples = _samples(prompter, [replace(i, advantages=torch.zeros(len(i.response_ids))) for i in items])
+    return model.compute_logprobs(samples)
+
+
 class LearnerWorker:
     """One data-parallel learner shard (rank `rank` of `world_size`, gloo/NCCL at `address`).
 
@@ -151,6 +160,14 @@ class LearnerWorker:
         finally:
             self.prompter.forget()
 
+    def reference_logprobs(self, items: Sequence[TrainItem]) -> list[Any]:
+        """Log-probs of items under the frozen base (LoRA adapters off): the KL reference. The prompts stay
+        memoised for this step's `update`, which forgets them."""
+        from evr1.models.lora import adapters_off
+
+        with adapters_off(self.learner.model):
+            return _scored(self.learner, self.prompter, items)
+
     def weights(self) -> dict[str, Any]:
         return self.learner.weights()
 
@@ -176,10 +193,7 @@ class ReferenceWorker:
         self.prompter = _prompter(exp, load_processor(exp.model), root)
 
     def logprobs(self, items: Sequence[TrainItem]) -> list[Any]:
-        import torch
-
         try:
-            samples = _samples(self.prompter, [replace(i, advantages=torch.zeros(len(i.response_ids))) for i in items])
-            return self.model.compute_logprobs(samples)
+            return _scored(self.model, self.prompter, items)
         finally:
             self.prompter.forget()

@@ -117,7 +117,9 @@ class Trainer:
         cpu = 0.5 if res.num_gpus == 0 else 1
         roots = {"train": self.train.root, **{v.name: v.root for v in self.vals}}
         address = f"127.0.0.1:{free_port()}"
-        learner_gpus, reference_gpus = reference_share(res.num_gpus, gpus, self.exp.algo.kl.enabled)
+        # with LoRA the KL reference is the learners' own frozen base (adapters off): no second copy of the model
+        separate = self.exp.algo.kl.enabled and self.exp.model.lora is None
+        learner_gpus, reference_gpus = reference_share(res.num_gpus, gpus, separate)
         self.learners = [  # created first, so a colocated engine lands on learner 0's GPU
             ray.remote(num_cpus=cpu, num_gpus=learner_gpus[rank])(LearnerWorker).remote(
                 self.exp, self.train.root, rank, res.learner_workers, address
@@ -127,9 +129,12 @@ class Trainer:
         self.rollout = ray.remote(num_cpus=cpu, num_gpus=gpus.rollout)(RolloutWorker).remote(self.exp, roots)
         self.reference = (
             ray.remote(num_cpus=cpu, num_gpus=reference_gpus)(ReferenceWorker).remote(self.exp, self.train.root)
-            if self.exp.algo.kl.enabled
+            if separate
             else None
         )
+        if self.exp.algo.kl.enabled:
+            base = "the learners' base model, LoRA adapters off"
+            print(f"KL reference: {'a reference worker' if self.reference is not None else base}")
         self.rewarders = [ray.remote(num_cpus=0.25)(RewardWorker).remote(self.exp) for _ in range(res.reward_workers)]
 
     def _get(self, refs: Any, step: int, what: str) -> Any:
@@ -140,6 +145,19 @@ class Trainer:
         except ray.exceptions.RayError as exc:
             cause = getattr(exc, "traceback_str", None) or "".join(traceback.format_exception(exc))
             raise TrainingError(f"step {step}: the {what} failed:\n{cause}") from None
+
+    def reference_logprobs(self, items: Sequence[Any], step: int) -> None:
+        """Set each item's `ref_logprobs`: from the reference worker, or with LoRA from the learners with their
+        adapters off, each replica scoring the groups it trains on (their media are then read once)."""
+        if self.reference is not None:
+            shards, calls, what = [list(items)], [self.reference.logprobs], "reference worker"
+        else:
+            shards = shard_groups(items, len(self.learners), self.exp.trainer.mini_batches)
+            calls, what = [w.reference_logprobs for w in self.learners], "learner (reference log-probs)"
+        results = self._get([call.remote(shard) for call, shard in zip(calls, shards)], step, what)
+        for shard, refs in zip(shards, results):
+            for item, ref in zip(shard, refs):
+                item.ref_logprobs = ref
 
     def sync_weights(self, step: int) -> None:
         """The policy's weights to the rollout worker, by reference (never through the driver). Replicated
@@ -267,11 +285,9 @@ class Trainer:
             if (~offline).any():
                 metrics["reward/online_score"] = float(scores[~offline].mean())
         items = [TrainItem(records[g], t.token_ids, t.logprobs, None, t.offline, g) for g, t in flat]
-        if self.reference is not None:
+        if exp.algo.kl.enabled:
             with timer("reference"):
-                refs = self._get(self.reference.logprobs.remote(items), step, "reference worker")
-            for item, ref in zip(items, refs):
-                item.ref_logprobs = ref
+                self.reference_logprobs(items, step)
         baselines = None
         if exp.algo.advantage == "remax":
             with timer("rollout"):  # one greedy response per prompt, scored
@@ -401,14 +417,15 @@ class Trainer:
         return rows
 
 
-def reference_share(num_gpus: int, gpus: Any, kl: bool) -> tuple[tuple[float, ...], float]:
-    """The learners' GPU requests and the reference worker's (0 on CPU runs or without KL).
+def reference_share(num_gpus: int, gpus: Any, reference: bool) -> tuple[tuple[float, ...], float]:
+    """The learners' GPU requests and the reference worker's (0 on CPU runs or without one: `reference`
+    is False without KL, and with LoRA, whose reference is the learners' own base).
 
     The reference takes a whole GPU when one is left over, else half of learner 0's share (it
     lives beside learner 0: Ray counts the fractions, the memory is shared).
     """
     learners = tuple(gpus.learners)
-    if num_gpus == 0 or not kl:
+    if num_gpus == 0 or not reference:
         return learners, 0.0
     if num_gpus - gpus.rollout - sum(learners) >= 1:
         return learners, 1.0

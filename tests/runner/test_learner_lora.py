@@ -1,5 +1,6 @@
 """The learner with LoRA adapters: only the adapters train, the engine gets the merged weights,
-checkpoints continue exactly, the export loads without peft, and two workers step as one."""
+checkpoints continue exactly, the export loads without peft, two workers step as one, and with the
+adapters off it scores as the base model (the KL reference)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from evr1.engines.hf import HFEngine
 from evr1.errors import ConfigError, Evr1Error
 from evr1.models import load_model, load_processor
 from evr1.models.forward import response_logprobs
-from evr1.models.lora import ADAPTER_DIR
+from evr1.models.lora import ADAPTER_DIR, adapters_off
 from evr1.models.testing import tiny_spec
 from evr1.runner.batching import Sample
 from evr1.runner.distributed import free_port
-from evr1.runner.learner import Learner
+from evr1.runner.learner import Learner, LogprobModel
 from evr1.specs import AlgoSpec, LoraSpec, ModelSpec, OptimSpec, TrainerSpec
 
 from .learner_fixtures import (  # noqa: F401
@@ -85,6 +86,29 @@ def test_engine_after_sync_scores_and_samples_like_the_learner(lspec, lprocessor
     rollouts = [Sample(prompts[r.prompt_index], r.token_ids, torch.zeros(len(r))) for r in results]
     for result, mine in zip(results, learner.compute_logprobs(rollouts)):
         assert torch.allclose(result.logprobs, mine, atol=1e-4)
+
+
+def test_adapters_off_scores_as_the_base_model_then_switches_them_back_on(lspec, lprocessor) -> None:
+    temperature = 0.7
+    learner = lora_learner(lspec, temperature=temperature)
+    samples = make_samples(lprocessor, "vit", seed=6)
+    learner.update(samples)  # the adapters are no longer zero
+    trainable = {n for n, p in learner.model.named_parameters() if p.requires_grad}
+    base = LogprobModel.from_spec(lspec, TrainerSpec(micro_batch_tokens=400), temperature=temperature)
+    expected = base.compute_logprobs(samples)
+    with adapters_off(learner.model):
+        off = learner.compute_logprobs(samples)
+    on = learner.compute_logprobs(samples)
+    for row, want in enumerate(expected):
+        assert torch.allclose(off[row], want, atol=1e-5)
+        assert not torch.allclose(on[row], want, atol=1e-3)  # back on: the trained policy again
+    with pytest.raises(RuntimeError, match="inside the block"), adapters_off(learner.model):
+        raise RuntimeError("inside the block")
+    after = learner.compute_logprobs(samples)
+    assert all(torch.equal(a, b) for a, b in zip(after, on))
+    assert {n for n, p in learner.model.named_parameters() if p.requires_grad} == trainable  # still trainable
+    with pytest.raises(Evr1Error, match="has no LoRA adapters to switch off"), adapters_off(base.model):
+        pass
 
 
 def test_save_and_load_continue_exactly(lspec, lprocessor, tmp_path) -> None:

@@ -52,3 +52,23 @@ def test_lora_run_exports_a_plain_merged_model(tmp_path: Path) -> None:
     before, _ = response_logprobs(base, prompts, responses, 0)
     assert torch.allclose(mine[mask], theirs[mask], atol=1e-5)  # final_model = base + the saved adapter, merged
     assert not torch.allclose(mine[mask], before[mask], atol=1e-4)  # and training moved it off the base
+
+
+def test_lora_kl_reference_is_the_learners_base_with_adapters_off(tmp_path: Path) -> None:
+    """KL as a loss term with 2 replicated LoRA learners: no reference worker; KL starts at 0 (the adapters
+    start at B = 0, so policy = base) and grows once they train (a reference with them on would stay at 0)."""
+    extra = {
+        "model.lora.rank": "8",
+        "algo.kl.enabled": "True",
+        "algo.kl.coef": "0.1",
+        "resources.learner_workers": "2",
+        "trainer.val_every": "0",
+    }
+    out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, tmp_path / "models", **extra))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "KL reference: the learners' base model, LoRA adapters off" in out.stdout
+    rows = read_metrics(tmp_path / "run")
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert all(r["learner/skipped_steps"] == 0.0 and r["timing/reference"] > 0 for r in rows)
+    assert rows[0]["learner/kl"] == pytest.approx(0.0, abs=1e-6)
+    assert all(r["learner/kl"] > 1e-6 for r in rows[1:])

@@ -146,3 +146,16 @@ def test_a_failing_worker_names_the_step(tmp_path: Path, models: Path) -> None:
     assert out.returncode == 2, out.stderr[-3000:]
     assert "error: step 1: the rollout worker failed" in out.stderr
     assert "train" in out.stderr and ".mp4" in out.stderr
+
+
+def test_kl_reference_without_lora_is_a_reference_worker(tmp_path: Path, models: Path) -> None:
+    """KL as a reward penalty, full fine-tuning: the reference worker's log-probs equal the policy's at step 1
+    (penalty 0) and drift from it once the policy trains."""
+    extra = {"algo.kl.enabled": "True", "algo.kl.as_reward_penalty": "True", "algo.kl.coef": "0.1", "trainer.val_every": "0"}
+    out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models, **extra))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "KL reference: a reference worker" in out.stdout
+    rows = read_metrics(tmp_path / "run")
+    assert [r["step"] for r in rows] == [1, 2, 3] and all(r["timing/reference"] > 0 for r in rows)
+    kl = [r["kl/mean"] for r in rows]
+    assert kl[0] == pytest.approx(0.0, abs=1e-6) and all(v > 1e-6 for v in kl[1:])

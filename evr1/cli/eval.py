@@ -19,9 +19,10 @@ def _names(value: str | None) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()] if value else []
 
 
-def with_options(spec: EvalSpec, *, video: dict[str, Any], judge: dict[str, Any], **fields: Any) -> EvalSpec:
-    """`spec` with the command-line options given (not None): `video` and `judge` fields update the spec's own
-    (the rest of its judge, e.g. `api_key_env`, is kept); a ConfigError naming the field when a value is invalid."""
+def with_options(spec: EvalSpec, *, video: dict[str, Any], judge: dict[str, Any], image: dict[str, Any] | None = None,
+                 **fields: Any) -> EvalSpec:
+    """`spec` with the command-line options given (not None): `video`, `image` and `judge` fields update the spec's
+    own (the rest of its judge, e.g. `api_key_env`, is kept); a ConfigError naming the field when a value is invalid."""
     from pydantic import ValidationError
 
     from evr1.errors import ConfigError
@@ -33,17 +34,27 @@ def with_options(spec: EvalSpec, *, video: dict[str, Any], judge: dict[str, Any]
     dumped = spec.model_dump()
     try:
         return type(spec).model_validate({**dumped, **given(fields), "video": {**dumped["video"], **given(video)},
+                                          "image": {**dumped["image"], **given(image or {})},
                                           "judge": {**dumped["judge"], **given(judge)}})
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, "eval")) from None
 
 
-GENERATION_OPTIONS = ("--fps", "--max-frames", "--max-pixels", "--prompt-mode", "--max-tokens", "--batch-size")
+GENERATION_OPTIONS = ("--fps", "--max-frames", "--min-pixels", "--max-pixels", "--image-min-pixels", "--image-max-pixels",
+                      "--prompt-mode", "--max-tokens", "--batch-size")
+
+
+def run_note(run: Path, spec: EvalSpec) -> str:
+    """The line saying that a training run is evaluated as it was trained, and at which settings."""
+    v = spec.video
+    rate = f"fps {v.fps:g}" if v.fps is not None else f"{v.nframes} frames"
+    return (f"evaluating {run / 'final_model'} with the run's eval settings ({run / 'config.json'}): {rate},"
+            f" frames {v.min_frames}-{v.max_frames}, pixels {v.min_pixels}-{v.max_pixels}, prompt {spec.prompt_mode}")
 
 
 @app.command()
 def run(
-    target: Annotated[Optional[str], typer.Argument(metavar="TARGET", help="A model (registered name or HF checkpoint directory) or an experiment; not with --responses.")] = None,
+    target: Annotated[Optional[str], typer.Argument(metavar="TARGET", help="A model (registered name or HF checkpoint directory), a training run (its directory or final_model/: evaluated at the run's eval settings) or an experiment; not with --responses.")] = None,
     benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark names (default: the experiment's).")] = None,
     data_root: Annotated[Optional[Path], typer.Option(help="Folder holding the benchmark folders.")] = None,
     out: Annotated[Path, typer.Option(help="Output directory (rerun to resume; failed samples are retried).")] = Path("runs/eval"),
@@ -51,7 +62,10 @@ def run(
     limit: Annotated[Optional[int], typer.Option(help="Keep the first N items of each benchmark.")] = None,
     fps: Annotated[Optional[float], typer.Option(help="Frames per second sampled from videos.")] = None,
     max_frames: Annotated[Optional[int], typer.Option(help="Most frames per video.")] = None,
+    min_pixels: Annotated[Optional[int], typer.Option(help="Fewest pixels per frame.")] = None,
     max_pixels: Annotated[Optional[int], typer.Option(help="Most pixels per frame.")] = None,
+    image_min_pixels: Annotated[Optional[int], typer.Option(help="Fewest pixels per image.")] = None,
+    image_max_pixels: Annotated[Optional[int], typer.Option(help="Most pixels per image.")] = None,
     prompt_mode: Annotated[Optional[str], typer.Option(help="direct | reason")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(help="Most response tokens.")] = None,
     batch_size: Annotated[Optional[int], typer.Option(help="Samples generated together.")] = None,
@@ -62,10 +76,11 @@ def run(
 ) -> None:
     """Evaluate TARGET (or score --responses) on benchmarks; writes samples.jsonl, results.json and results.md under --out."""
     from evr1.errors import ConfigError
-    from evr1.eval.api import engine_responder, evaluate, evaluate_responses, resolve_target
+    from evr1.eval.api import engine_responder, evaluate, evaluate_responses, resolve_target, run_of
     from evr1.specs import EvalSpec
 
-    generation = dict(zip(GENERATION_OPTIONS, (fps, max_frames, max_pixels, prompt_mode, max_tokens, batch_size)))
+    generation = dict(zip(GENERATION_OPTIONS, (fps, max_frames, min_pixels, max_pixels, image_min_pixels, image_max_pixels,
+                                               prompt_mode, max_tokens, batch_size)))
     if responses is not None:
         given = [name for name, value in generation.items() if value is not None]
         if target is not None or given:
@@ -76,8 +91,12 @@ def run(
         raise ConfigError("give TARGET (a model or an experiment) to generate answers, or --responses FILE to score given ones")
     else:
         model, spec = resolve_target(target)
+        run_dir = run_of(target)
+        if run_dir is not None and spec is not None:
+            console.print(run_note(run_dir, spec), markup=False)
         spec = spec or EvalSpec()
-    spec = with_options(spec, video={"fps": fps, "max_frames": max_frames, "max_pixels": max_pixels},
+    spec = with_options(spec, video={"fps": fps, "max_frames": max_frames, "min_pixels": min_pixels, "max_pixels": max_pixels},
+                        image={"min_pixels": image_min_pixels, "max_pixels": image_max_pixels},
                         judge={"base_url": judge_url, "model": judge_model}, limit=limit, prompt_mode=prompt_mode,
                         max_response_tokens=max_tokens, batch_size=batch_size)
     root = data_root or spec.data_root
@@ -122,14 +141,20 @@ def fixtures(
 def lmms_tasks(
     data_root: Annotated[Path, typer.Option(help="Folder holding the benchmark folders.")],
     out: Annotated[Path, typer.Option(help="Where to write the bound task folders (pass it to lmms-eval --include_path).")],
-    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated names (default: all 22).")] = None,
+    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated names (default: every benchmark whose annotations are under --data-root).")] = None,
     evals: Annotated[Optional[Path], typer.Option(help="Task templates (default: the repository's evals/).")] = None,
 ) -> None:
     """Bind the lmms-eval task folders of evals/ to local data; prints the task names for --tasks."""
-    from evr1.eval.lmms.tasks import bind
+    from evr1.eval.lmms.tasks import bind, present
     from evr1.registry import BENCHMARKS
 
-    bound = bind(data_root, out, _names(benchmarks) or BENCHMARKS.names(), evals)
+    names = _names(benchmarks)
+    if not names:
+        names, absent = present(data_root, BENCHMARKS.names())
+        if absent:
+            console.print(f"skipped {len(absent)} benchmarks without annotations under {data_root}: {', '.join(absent)}",
+                          markup=False)
+    bound = bind(data_root, out, names, evals)
     for b in bound:
         names = ", ".join(b.skipped) if len(b.skipped) <= 3 else f"{len(b.skipped)} subtasks"
         skipped = f" (without documents: {names})" if b.skipped else ""

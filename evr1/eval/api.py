@@ -11,6 +11,7 @@ The same entry point serves periodic evaluation during training (`responder_for_
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,24 +20,85 @@ from pathlib import Path
 from typing import Any
 
 from evr1.data.records import Record
-from evr1.errors import ConfigError, Evr1Error
+from evr1.errors import ConfigError, Evr1Error, known_list
 from evr1.eval.benchmark import Benchmark
 from evr1.eval.report import write_run
 from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder
 from evr1.eval.runner import RunOptions, evaluate_benchmark
 from evr1.specs import EvalSpec, JudgeSpec, ModelSpec, RewardSpec
 
+FINAL_MODEL = "final_model"  # the exported model in a run directory
+
+
+def run_of(target: str) -> Path | None:
+    """The run directory TARGET names: a run directory itself (its `config.json` and `final_model/`) or the
+    `final_model/` of one; None for anything else."""
+    from evr1.run_dir import CONFIG_FILE
+
+    path = Path(target).expanduser()
+    if (path / CONFIG_FILE).is_file() and (path / FINAL_MODEL).is_dir():
+        return path
+    if path.name == FINAL_MODEL and path.is_dir() and (path.parent / CONFIG_FILE).is_file():
+        return path.parent
+    return None
+
 
 def resolve_target(target: str) -> tuple[ModelSpec, EvalSpec | None]:
-    """(ModelSpec, EvalSpec or None) for a registered model, an HF checkpoint directory, or an experiment."""
+    """(ModelSpec, EvalSpec or None) for a registered model, a training run (its directory or its `final_model/`:
+    the exported model with the run's own model settings and `eval` spec), an HF checkpoint directory, or an
+    experiment; a ConfigError naming what was tried when TARGET is none of them."""
+    from evr1.registry import MODELS
+    from evr1.run_dir import load_experiment
+
+    if target in MODELS:
+        return ModelSpec(name=target), None
+    run = run_of(target)
+    if run is not None:
+        experiment = load_experiment(run)
+        model = experiment.model.model_copy(update={"name": str(run / FINAL_MODEL), "lora": None})  # merged on export
+        return model, experiment.eval
+    path = Path(target).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"{target} is neither an HF model directory (no config.json) nor a training run"
+                              f" (no config.json and {FINAL_MODEL}/)")
+        if "model_type" not in _json_keys(path / "config.json"):
+            raise ConfigError(f"{path / 'config.json'} is neither an HF model config (no model_type) nor a finished"
+                              f" training run's config (no {FINAL_MODEL}/ beside it: has the run finished?)")
+        return ModelSpec(name=target), None
+    experiment = _experiment(target)
+    return experiment.model, experiment.eval
+
+
+def _json_keys(path: Path) -> set[str]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return set(value) if isinstance(value, dict) else set()
+
+
+def _experiment(target: str) -> Any:
+    """The experiment TARGET names; a ConfigError naming all that was tried when it names nothing known."""
+    import importlib.util
+
     from evr1.experiment import build_experiment
-    from evr1.experiment_files import load_config
+    from evr1.experiment_files import known_experiments, load_config
     from evr1.registry import MODELS
 
-    if target in MODELS or Path(target).expanduser().is_dir():
-        return ModelSpec(name=target), None
-    experiment = build_experiment(load_config(target)[0])
-    return experiment.model, experiment.eval
+    try:
+        return build_experiment(load_config(target)[0])
+    except ConfigError:
+        name = target.partition(":")[0]
+        head = name.split(".")[0]
+        module = "." in name and head.isidentifier() and importlib.util.find_spec(head) is not None
+        if name in known_experiments() or name.endswith(".py") or module:
+            raise  # a known experiment that failed: its own error says why
+    close = difflib.get_close_matches(target, MODELS.names(), n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+    raise ConfigError(f"{target!r} is no registered model ({hint}known: {known_list(MODELS.names())}), no experiment"
+                      f" (known: {known_list(known_experiments())}) and no folder (an HF model directory or a"
+                      f" training run)") from None
 
 
 def run_settings(spec: EvalSpec, responder: Responder) -> dict[str, Any]:

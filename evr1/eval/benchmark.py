@@ -150,7 +150,6 @@ class Benchmark:
     importer: Importer
     routes: Mapping[ProblemType, str] = field(default_factory=dict)  # scorer overrides (e.g. the judge)
     lmms_task: str | None = None  # lmms-eval 0.7.3's own task, where it has one
-    summary: str = ""
     meta_fields: tuple[str, ...] = ()  # meta every record needs: the official aggregation groups by them
     meta_check: MetaCheck = no_check  # meta some records need (raises FieldError)
     easyvideor1: Importer = as_imported  # EasyVideoR1 rows -> record dicts as the official importer gives them
@@ -160,10 +159,16 @@ class Benchmark:
     def needs_judge(self) -> bool:
         return any(name.endswith("_judge") for name in self.routes.values())
 
-    def annotation_paths(self, data_root: str | Path) -> list[Path]:
+    @property
+    def summary(self) -> str:
+        """What `BENCHMARKS.describe` (and `evr1 list benchmarks`) says of this benchmark."""
+        return f"{self.title} — {self.metric}"
+
+    def annotation_paths(self, data_root: str | Path, *, required: bool = True) -> list[Path]:
+        """The benchmark's annotation files and folders under `data_root`; an error when there are none and `required`."""
         base = Path(data_root) / self.folder
         paths = [base / a for a in self.annotations if (base / a).exists()]
-        if not paths:
+        if not paths and required:
             wanted = ", ".join(str(base / a) for a in self.annotations)
             raise Evr1Error(f"benchmark {self.name!r}: no annotations found (looked for {wanted})")
         return paths

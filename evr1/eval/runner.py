@@ -128,6 +128,7 @@ class RunOptions:
     media_workers: int = 2
     prefetch: int = 8  # samples prepared ahead of the one being generated
     max_failures_in_row: int = 8  # generation failures in a row that stop the run (the engine is broken)
+    progress: bool | None = None  # a progress bar per benchmark; None: when stderr is a terminal
 
 
 Scored = tuple[float, dict[str, float], str | None]  # accuracy, components (no format), error
@@ -201,13 +202,19 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
                 router: RewardRouter, options: RunOptions, scorer: str | None = None) -> dict[str, dict[str, Any]]:
     """Generate and score every record not yet in `samples`, or whose row there failed or was scored under other
     scoring settings than `scorer` (the judge's): such rows are scored again on their stored response when
-    it was generated from the same prompt, else generated again. Returns the row of every id."""
+    it was generated from the same prompt, else generated again. Returns the row of every id.
+
+    The progress bar (`options.progress`) counts the records done (resumed ones included) and the failed ones."""
+    from tqdm import tqdm
+
     samples.parent.mkdir(parents=True, exist_ok=True)
     rows = read_samples(samples, sid)
     todo = [r for r in records if r.id not in rows or rows[r.id].get("error") or rows[r.id].get("scorer_id") != scorer]
     retried = {r.id: rows[r.id] for r in todo if r.id in rows}
-    failures_in_row = 0
-    with samples.open("a", encoding="utf-8") as out:
+    failures_in_row = failed = 0
+    bar = tqdm(total=len(records), initial=len(records) - len(todo), desc=bench.name, unit="sample",
+               disable=None if options.progress is None else not options.progress)
+    with bar, samples.open("a", encoding="utf-8") as out:
         prepared = prefetched(todo, responder.prepare, options.media_workers, options.prefetch)
         for batch in batched(prepared, options.batch_size):
             ready = [p for p in batch if p.error is None]
@@ -223,7 +230,10 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
                 row = _row(bench, done, responses.get(p.record.id), scores.get(p.record.id), sid, scorer)
                 rows[row["id"]] = row
                 out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                failed += bool(row["error"])
             out.flush()
+            bar.set_postfix(failed=failed, refresh=False)
+            bar.update(len(batch))
             failures_in_row = 0 if generated else failures_in_row + len(errors)
             if failures_in_row >= options.max_failures_in_row:
                 last = next(reversed(errors.items()))

@@ -87,6 +87,10 @@ def _module_exists(name: str) -> bool:
 
 
 def _summary(obj: Any) -> str:
+    """An instance's own `summary` text (e.g. a benchmark's title and metric), else its docstring's first line."""
+    own = getattr(obj, "summary", None)
+    if isinstance(own, str) and own and not inspect.isclass(obj):
+        return own
     doc = inspect.getdoc(obj) or ""
     return doc.strip().splitlines()[0] if doc.strip() else "(no description)"
 

@@ -271,6 +271,21 @@ def bind(data_root: str | Path, out: str | Path, benchmarks: Sequence[str], eval
     return [write_plan(plan, out) for plan in plans]
 
 
+def present(data_root: str | Path, benchmarks: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The `benchmarks` whose annotations are under `data_root`, and those whose annotations are not (to bind
+    what a data root holds when no benchmark is named); an error when none is there."""
+    from evr1.registry import BENCHMARKS
+
+    found: list[str] = []
+    absent: list[str] = []
+    for name in benchmarks:
+        (found if BENCHMARKS.get(name).annotation_paths(data_root, required=False) else absent).append(name)
+    if not found:
+        raise ConfigError(f"no benchmark annotations under {data_root}: none of {len(absent)} benchmarks has its folder"
+                          " there (see docs/benchmarks.md for the layout; `evr1 eval fixtures --out DIR` writes tiny copies)")
+    return found, absent
+
+
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     with path.open("w", encoding="utf-8") as f:
         for row in rows:

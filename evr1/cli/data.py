@@ -5,11 +5,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from evr1.data.records import Located
 
 app = typer.Typer(help="Check, synthesise and import datasets.", no_args_is_help=True)
 console = Console(highlight=False, soft_wrap=True)
@@ -22,7 +25,7 @@ MaxShown = Annotated[int, typer.Option(help="Show at most this many problems of 
 
 def _report_errors(errors: list, max_shown: int) -> None:
     for error in errors[:max_shown]:
-        errors_out.print(f"error: {error}")
+        errors_out.print(f"error: {error}", markup=False)
     if len(errors) > max_shown:
         errors_out.print(f"... and {len(errors) - max_shown} more errors")
 
@@ -33,23 +36,31 @@ def check(
     data_root: Annotated[Optional[Path], typer.Option(help="Media paths are relative to this (default: each record file's folder).")] = None,
     max_shown: MaxShown = 20,
 ) -> None:
-    """Validate records and their media; print counts by problem type and modality. Exit 1 on any problem."""
-    from evr1.data.records import Record, missing_media, scan_records
+    """Validate records, their reference answers (as their rewards read them) and their media; print
+    counts by problem type and modality. Exit 1 on any problem."""
+    from evr1.data.records import Record, RecordError, missing_media, scan_records
+    from evr1.rewards.reference_check import reference_errors
 
     counts: Counter[tuple[str, str]] = Counter()
     errors: list = []
     missing: dict[Path, str] = {}
+    records: list[tuple[Located, Record]] = []
     for where, result in scan_records(files):
         if not isinstance(result, Record):
             errors.extend(result)
             continue
+        records.append((where, result))
         counts[result.problem_type.value, result.modality] += 1
         for path in missing_media(result, data_root if data_root is not None else where.file.parent):
             missing.setdefault(path, f"{where.file}:{where.line} (record {result.id!r})")
+    unreadable = [RecordError(where.file, where.line, "answer", message)
+                  for (where, _), message in zip(records, reference_errors([r for _, r in records])) if message]  # fmt: skip
+    errors.extend(unreadable)
     _report_errors(errors, max_shown)
     console.print(_summary(counts))
-    valid = sum(counts.values())
-    console.print(f"{valid} valid records, {len(errors)} problems, {len(missing)} missing media files")
+    valid = len(records) - len(unreadable)
+    unread = f" ({len(unreadable)} reference answers their reward cannot read)" if unreadable else ""
+    console.print(f"{valid} valid records, {len(errors)} problems{unread}, {len(missing)} missing media files")
     for path, where in list(missing.items())[:max_shown]:
         console.print(f"missing: {path}  <- {where}")
     if len(missing) > max_shown:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -16,7 +19,8 @@ from evr1.errors import ConfigError
 
 app = typer.Typer(help="Score responses and inspect reward functions.", no_args_is_help=True)
 console = Console(highlight=False, width=max(120, shutil.get_terminal_size().columns))
-err_console = Console(stderr=True, highlight=False, markup=False)
+err_console = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+MAX_ERRORS_SHOWN = 10
 
 
 def _literal(text: str) -> Any:
@@ -68,7 +72,8 @@ def score(
 
     spec = build_spec(settings or [], routes or [])
     try:
-        scored = score_file(file, spec)
+        with _router_log_silenced(), _cli_setting_names():
+            scored = score_file(file, spec)
     except RewardScoringError as exc:
         err_console.print(str(exc))
         raise typer.Exit(1) from None
@@ -82,8 +87,36 @@ def score(
         print(json.dumps(scored.metrics, indent=2, sort_keys=True))
     else:
         console.print(summary_table(scored.metrics, scored.routes))
-    for o in [o for o in scored.outputs if o.error][:10]:
-        err_console.print(o.error)
+    failed = [o.error for o in scored.outputs if o.error]
+    for error in failed[:MAX_ERRORS_SHOWN]:
+        err_console.print(error)
+    if len(failed) > MAX_ERRORS_SHOWN:
+        err_console.print(f"... and {len(failed) - MAX_ERRORS_SHOWN} more errors" + (f" (all in {out})" if out else " (--out writes all)"))
+
+
+@contextmanager
+def _router_log_silenced() -> Iterator[None]:
+    """Hold back the router's per-error log lines: this command prints each error once itself."""
+    log = logging.getLogger("evr1.rewards")
+    quiet = logging.NullHandler()
+    log.addHandler(quiet)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(quiet)
+        log.propagate = True
+
+
+@contextmanager
+def _cli_setting_names() -> Iterator[None]:
+    """Name RewardSpec settings as this command takes them (`--set judge.model=...`), not as an
+    experiment does (`reward.judge.model`)."""
+    try:
+        yield
+    except ConfigError as exc:
+        message = str(exc).replace("set reward.judge.", "pass --set judge.").replace("reward.judge.", "judge.")
+        raise ConfigError(message) from None
 
 
 def summary_table(metrics: dict[str, float], routes: dict[str, str]) -> Table:

@@ -5,6 +5,8 @@ the only writer. Entries already present are skipped, so an interrupted build re
 stopped. A media file that cannot be prepared (missing, empty, corrupt, unsupported codec, one
 frame, ...) never stops the build: each record that uses it gets a line in the failure report
 (JSONL: `record`, `file`, `kind`, `reason`, `detail`, and `split` when the build names one).
+A build that built or failed something is logged in the cache with its settings and counts
+(`evr1 cache info` lists them); one that found every entry present is not.
 """
 
 from __future__ import annotations
@@ -164,12 +166,13 @@ def build_cache(
         report.failed = len({(f["file"], f["reason"]) for f in failures})
         report.seconds = time.perf_counter() - started
         report.failures_path = str(_write_failures(report.failures, failures_path or Path(cache.path) / "failures.jsonl", split))
-        store.log_build(datetime.now(UTC).isoformat(timespec="microseconds"), {
-            "video": video.model_dump(mode="json"), "image": image.model_dump(mode="json"),
-            "processor": {k: m.identity for k, m in loader.modalities.items()}, "storage": cache.storage,
-            "data_root": str(Path(data_root).resolve()), "split": split,
-            **{k: v for k, v in asdict(report).items() if k != "failures"},
-        })
+        if report.built or report.failed:  # a build that found everything present changed nothing
+            store.log_build(datetime.now(UTC).isoformat(timespec="microseconds"), {
+                "video": video.model_dump(mode="json"), "image": image.model_dump(mode="json"),
+                "processor": {k: m.identity for k, m in loader.modalities.items()}, "storage": cache.storage,
+                "data_root": str(Path(data_root).resolve()), "split": split,
+                **{k: v for k, v in asdict(report).items() if k != "failures"},
+            })
     finally:
         store.close()
     return report

@@ -89,7 +89,7 @@ class RewardInput:
     @classmethod
     def from_record(
         cls,
-        record: Record,
+        record: Record | Mapping[str, Any],
         response: str,
         *,
         sample_id: str | None = None,
@@ -100,7 +100,12 @@ class RewardInput:
         shown: Shown | None = None,
     ) -> RewardInput:
         """The input for one response to `record`: frame times, fps and sizes from what the model was
-        `shown` (explicit `fps`/`frame_timestamps` win); else timing from the record's clip / `meta`."""
+        `shown` (explicit `fps`/`frame_timestamps` win); else timing from the record's clip / `meta`.
+        A mapping (a JSON record) is validated into a `Record` first (a ValidationError names the field)."""
+        if isinstance(record, Mapping):
+            from evr1.data.records import Record
+
+            record = Record.model_validate(record)
         meta = dict(record.meta)
         if duration is None:
             duration = _record_duration(record)

@@ -43,9 +43,33 @@ def plot(run_dir: Path, rows: Sequence[dict[str, Any]], title: str) -> Path:
     return path
 
 
+def _total(rows: Sequence[dict[str, Any]], key: str) -> int:
+    return int(sum(_series(rows, key)[1]))
+
+
+def reward_errors(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Report lines on the training rewards that failed (scored 0), by problem type; none when all scored."""
+    errors = _total(rows, "reward/errors")
+    if not errors:
+        return []
+    types = sorted({k.split("/")[1] for r in rows for k in r if k.startswith("reward/") and k.count("/") == 2})
+    counts = {t: (_total(rows, f"reward/{t}/errors"), _total(rows, f"reward/{t}/count")) for t in types}
+    scored = sum(n for _, n in counts.values())
+    share = f" ({errors / scored:.0%})" if scored else ""
+    by_type = ", ".join(f"{t} {e} of {n}" for t, (e, n) in counts.items() if e)
+    timeouts = _total(rows, "reward/timeouts")
+    timed = f", {timeouts} of them timeouts" if timeouts else ""
+    return [
+        f"**Reward errors: {errors} of {scored or '?'} training rewards{share} failed and scored 0{timed}** ({by_type}).",
+        ("A reference answer its reward cannot read fails every sample of its record: run `evr1 data check` on the"
+         " training data; each error is logged with its sample id."),
+    ]
+
+
 def write_report(run_dir: Path, rows: Sequence[dict[str, Any]], title: str) -> Path:
-    """`report.md`: first, last and best value of each curve, the mean step time, and the plot."""
-    lines = [f"# {title}", "", "| metric | first | last | best |", "|---|---|---|---|"]
+    """`report.md`: reward errors (if any), first, last and best value of each curve, the mean step time, and the plot."""
+    errors = reward_errors(rows)
+    lines = [f"# {title}", "", *errors, *([""] if errors else []), "| metric | first | last | best |", "|---|---|---|---|"]
     for key in curve_keys(rows):
         _, values = _series(rows, key)
         if values:

@@ -70,3 +70,26 @@ def test_describe_and_routes() -> None:
     assert any(line.split() == ["open_ended", "format"] for line in out.stdout.splitlines())
     out = _run(EVR1, "list", "rewards")
     assert "open_ended_judge" in out.stdout and "spatial_temporal_grounding" in out.stdout
+
+
+def test_each_reward_error_is_printed_once_whole(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    rows = [{"id": f"t{i}", "problem": "When?", "problem_type": "temporal_grounding", "answer": "soon", "response": "[1, 2]"}
+            for i in range(12)] + [{"id": "n1", "problem": "How many?", "problem_type": "numerical", "answer": "lots", "response": "3"}]  # fmt: skip
+    bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = _run(EVR1, "rewards", "score", str(bad))
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    first = "reward 'temporal_grounding' failed on sample t0: ValueError: record 't0': temporal_grounding answer 'soon' holds no [start, end] interval"
+    assert lines.count(first) == 1  # one whole line: not also logged, not re-wrapped
+    assert sum(line.startswith("reward '") for line in lines) == 10
+    assert lines[-1] == "... and 3 more errors (--out writes all)"
+
+
+def test_missing_judge_names_the_option_of_this_command(pairs: Path) -> None:
+    out = _run(EVR1, "rewards", "score", str(pairs), "--route", "open_ended=open_ended_judge")
+    assert out.returncode == 2
+    assert "reward 'open_ended_judge' calls an LLM judge: pass --set judge.base_url and judge.model" in out.stderr
+    assert "reward.judge" not in out.stderr
+    out = _run(EVR1, "rewards", "score", str(pairs), "--route", "open_ended=open_ended_judge", "--set", "judge.base_url='http://127.0.0.1:9/v1'")
+    assert out.returncode == 2 and "pass --set judge.model (" in out.stderr

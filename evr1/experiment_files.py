@@ -43,8 +43,9 @@ def project_root(start: Path | None = None) -> Path | None:
     return None
 
 
-def _load_file(path: Path) -> ModuleType:
-    module_name = f"evr1_experiments.{path.stem}"
+def _load_file(path: Path, name: str | None = None) -> ModuleType:
+    """Import an experiment file as module `evr1_experiments.<name>` (default: the file's stem)."""
+    module_name = f"evr1_experiments.{name or path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"cannot load experiment file {path}")
@@ -87,6 +88,9 @@ def _pick(module_or_fn: Any, name: str, variant: str, location: str) -> Callable
             raise ConfigError(f"experiment {name!r} ({location}) is a single function and has no variant {variant!r}")
         return module_or_fn
     choices = variants(module_or_fn)
+    if variant == DEFAULT_VARIANT and variant not in choices:
+        labels = ", ".join(f"{name}:{v}" for v in sorted(choices))
+        raise ConfigError(f"experiment {name!r} ({location}) has no default variant; choose one of {labels}")
     if variant not in choices:
         raise ConfigError(
             f"experiment {name!r} ({location}) has no variant {variant!r}.{suggest(variant, choices)}"
@@ -134,17 +138,37 @@ def resolve(spec: str, root: Path | None = None) -> tuple[Callable[[], fdl.Confi
     return _pick(target, source.name, variant, source.location), replace(source, variant=variant)
 
 
-def summary(name: str, root: Path | None = None) -> tuple[str, str]:
-    """One line about experiment NAME (its default variant's docstring, else its variants) and its location."""
+def summary(name: str, root: Path | None = None) -> tuple[list[tuple[str, str]], str]:
+    """Every variant of experiment NAME as (`NAME[:VARIANT]`, first docstring line), the default first,
+    and where it lives."""
     target, source = locate(name, root)
-    choices = {name: target} if inspect.isfunction(target) else variants(target)
-    fn = choices.get(DEFAULT_VARIANT) or (target if inspect.isfunction(target) else None)
-    if fn is not None:
-        doc = (fn.__doc__ or "").strip().splitlines()
-        return (doc[0] if doc else ""), source.location
-    doc = (getattr(target, "__doc__", None) or "").strip().splitlines()
-    lead = f"{doc[0]} " if doc else ""
-    return f"{lead}(variants: {', '.join(sorted(choices))})", source.location
+    choices = {DEFAULT_VARIANT: target} if inspect.isfunction(target) else variants(target)
+    order = sorted(choices, key=lambda v: (v != DEFAULT_VARIANT, v))
+    rows = []
+    for variant in order:
+        doc = (choices[variant].__doc__ or "").strip().splitlines()
+        rows.append((replace(source, variant=variant).label, doc[0] if doc else ""))
+    return rows, source.location
+
+
+def import_source(source: ExperimentSource) -> None:
+    """Import the module an experiment came from, unless this process already has it: what the module
+    registers when imported (e.g. a reward with `@REWARDS.register` at the top of an experiment file)
+    then exists here too. Ray workers call this before building anything from the registries."""
+    from evr1.registry import EXPERIMENTS
+
+    if source.origin == "file":
+        if source.file is None or not source.file.is_file():
+            raise ConfigError(f"experiment file {source.location} of {source.label} does not exist")
+        if f"evr1_experiments.{source.name}" not in sys.modules:
+            _load_file(source.file, source.name)
+    elif source.origin == "entry point":
+        EXPERIMENTS.get(source.name)
+    else:
+        try:
+            importlib.import_module(source.location)
+        except ImportError as exc:
+            raise ConfigError(f"experiment module {source.location} failed to import: {exc}") from exc
 
 
 def load_config(spec: str, root: Path | None = None) -> tuple[fdl.Config, ExperimentSource]:

@@ -179,8 +179,8 @@ class DataSpec(Spec):
     `data_root` is where media paths are resolved; by default each record file's own folder.
     """
 
-    train: tuple[str, ...] = ()
-    val: tuple[str, ...] = ()
+    train: tuple[str, ...] = ()  # record files or folders; one path alone is read as a one-element tuple
+    val: tuple[str, ...] = ()  # likewise
     data_root: str | None = None
     prompt: PromptSpec = Field(default_factory=PromptSpec)
     synth: SynthSpec | None = None
@@ -189,6 +189,11 @@ class DataSpec(Spec):
     cache: CacheSpec = Field(default_factory=CacheSpec)
     sampler: RegistryName("samplers") | None = None
     modality_ratio: dict[Literal["video", "image", "text"], Annotated[float, Field(ge=0)]] | None = None
+
+    @field_validator("train", "val", mode="before")
+    @classmethod
+    def _one_path(cls, value: object) -> object:
+        return (value,) if isinstance(value, str) else value
 
 
 _VLLM_FIELDS = ("tensor_parallel_size", "gpu_memory_utilization", "colocate", "enforce_eager")

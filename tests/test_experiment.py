@@ -245,3 +245,34 @@ def test_load_experiment_errors(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(textwrap.dedent('{"trainer": {"steps": -1}}'))
     with pytest.raises(ConfigError, match="does not hold a valid experiment"):
         load_experiment(tmp_path)
+
+
+@pytest.mark.parametrize(("given", "expected"), [("a.jsonl", ("a.jsonl",)), (["a", "b"], ("a", "b")), ((), ())])
+def test_data_files_take_one_path(given: object, expected: tuple[str, ...]) -> None:
+    from evr1.specs import DataSpec
+
+    assert DataSpec(train=given, val=given).train == DataSpec(val=given).val == expected
+
+
+def test_resume_message_names_the_checkpoint(tmp_path: Path) -> None:
+    from evr1.run_dir import finished, interrupted_message, resume_message
+
+    assert resume_message(tmp_path, 0) == "no checkpoint (save_every=0): starting again from step 0"
+    assert resume_message(tmp_path, 5) == "no checkpoint (none saved yet, save_every=5): starting again from step 0"
+    assert "no checkpoint was saved" in interrupted_message(tmp_path, 3)
+    for step in (5, 10):
+        (tmp_path / "checkpoints" / f"step_{step:06d}").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "step_000005" / "trainer.json").write_text("{}")  # step 10 is incomplete
+    assert resume_message(tmp_path, 5) == "resuming from checkpoint step_000005"
+    assert interrupted_message(tmp_path, 7) == (
+        f"interrupted at step 7; continue with `evr1 run --resume {tmp_path}` (from step_000005)"
+    )
+    (tmp_path / "metrics.jsonl").write_text('{"step": 9}\n{"step": 10}\n')
+    assert not finished(tmp_path, 10)  # no final model
+    (tmp_path / "final_model").mkdir()
+    assert finished(tmp_path, 10) and not finished(tmp_path, 12)
+
+
+def test_load_experiment_of_a_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="run directory .* does not exist"):
+        load_experiment(tmp_path / "nothere")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import re
+import textwrap
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -39,11 +42,44 @@ def show(
     cfg, source, applied, experiment = _resolve(name, overrides)
     marks = provenance(cfg, applied)
     console.print(f"[bold]{source.label}[/bold]  ({source.origin}: {source.location})")
-    rows = list(flatten(experiment))
+    if experiment.description:
+        print(readable(experiment.description) + "\n")
+    rows = [(path, value) for path, value in flatten(experiment) if path != "description"]  # printed above
     width = max(len(path) for path, _ in rows)
     for path, value in rows:  # plain lines, never wrapped: easy to grep and to copy into --set
         mark = f"  # {marks[path]}" if path in marks else ""
         print(f"{path:<{width}}  {value!r}{mark}")
+
+
+def missing_data_file(data) -> str | None:
+    """The first train/val file of `data` (a `DataSpec`) that neither exists nor is written by `data.synth`."""
+    made: set[Path] = set()
+    if data.synth is not None:
+        outs = [Path(data.synth.out)] + ([Path(f"{data.synth.out}-blank")] if data.synth.blank_control else [])
+        made = {(out / name).resolve() for out in outs for name in ("", "train.jsonl", "val.jsonl")}
+    for split, files in (("train", data.train), ("val", data.val)):
+        for file in files:
+            if not Path(file).exists() and Path(file).resolve() not in made:
+                generated = f" (data.synth writes {data.synth.out}/train.jsonl and val.jsonl)" if data.synth else ""
+                return f"data.{split}: {file} does not exist{generated}"
+    return None
+
+
+def readable(text: str, width: int = 100) -> str:
+    """Prose (a docstring) re-wrapped to `width`: paragraphs and "- " list items kept, runs of spaces
+    (e.g. from `\\` line continuations) collapsed."""
+    paragraphs = []
+    for paragraph in re.split(r"\n\s*\n", inspect.cleandoc(text)):
+        items = re.split(r"\n(?=\s*[-*] )", paragraph.strip())  # list items stay on lines of their own
+        wrapped = [textwrap.fill(" ".join(i.split()), width, subsequent_indent="  " * (i.lstrip()[:2] in ("- ", "* "))) for i in items]
+        paragraphs.append("\n".join(wrapped))
+    return "\n\n".join(paragraphs)
+
+
+def _lora(lora) -> str:
+    if lora is None:
+        return "off (full fine-tuning)"
+    return f"rank {lora.rank}, alpha {lora.alpha:g}, targets {', '.join(lora.target_modules)}, vision {lora.vision}"
 
 
 def _plan(experiment) -> Table:
@@ -51,6 +87,7 @@ def _plan(experiment) -> Table:
     d, r, a, t = experiment.data, experiment.rollout, experiment.algo, experiment.trainer
     rows = {
         "model": f"{experiment.model.name} ({experiment.model.dtype}, {experiment.model.attn_implementation})",
+        "lora": _lora(experiment.model.lora),
         "data": f"train {list(d.train) or '-'}, val {list(d.val) or '-'}, cache {d.cache.mode} at {d.cache.path or '-'}",
         "video": f"fps {d.video.fps}, frames {d.video.min_frames}-{d.video.max_frames}, pixels {d.video.min_pixels}-{d.video.max_pixels}",
         "image": f"pixels {d.image.min_pixels}-{d.image.max_pixels}",
@@ -73,16 +110,26 @@ def run(
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory with its recorded config.")] = None,
 ) -> None:
     """Validate an experiment, write its run directory, and train."""
-    from evr1.run_dir import load_experiment, new_run_dir, write_run_dir
+    from evr1.run_dir import finished, load_run, new_run_dir, write_run_dir
 
     if resume is not None:
         if name or overrides:
             raise ConfigError("--resume takes the run's recorded config; do not pass a NAME or --set with it")
-        experiment, target = load_experiment(resume), resume
+        (experiment, source), target = load_run(resume), resume
+        if finished(target, experiment.trainer.steps):
+            console.print(f"{target} already finished all {experiment.trainer.steps} steps (final model in {target / 'final_model'});"
+                          " nothing to do")
+            return
+        if (missing := missing_data_file(experiment.data)) is not None:
+            raise ConfigError(missing)
     else:
         if not name:
             raise ConfigError("evr1 run needs an experiment NAME (see `evr1 list experiments`)")
         _, source, applied, experiment = _resolve(name, overrides)
+        if (missing := missing_data_file(experiment.data)) is not None:
+            if not dry_run:  # a dry run may check a recipe for a machine that has the data
+                raise ConfigError(missing)
+            typer.echo(f"warning: {missing}; a real run stops here", err=True)
         target = run_dir if run_dir is not None else new_run_dir(experiment)
         target.mkdir(parents=True, exist_ok=True)
         write_run_dir(target, experiment, source, applied)
@@ -96,7 +143,10 @@ def run(
         return
     from evr1.runner.train import train
 
-    train(experiment, target, resume=resume is not None)
+    try:
+        train(experiment, target, resume=resume is not None, source=source)
+    except KeyboardInterrupt:  # `train` said where it stopped and how to continue
+        raise typer.Exit(130) from None
 
 
 def list_components(
@@ -115,7 +165,8 @@ def list_components(
         if registry_name == "experiments":
             for exp in known_experiments():
                 try:
-                    rows.append((exp, *summary(exp)))
+                    found, location = summary(exp)
+                    rows.extend((label, text, location if i == 0 else "") for i, (label, text) in enumerate(found))
                 except ConfigError as exc:
                     rows.append((exp, f"broken: {exc}", ""))
         else:

@@ -17,6 +17,14 @@ from typing import Any
 
 from evr1.data.records import Record
 from evr1.experiment import Experiment
+from evr1.experiment_files import ExperimentSource, import_source
+
+
+def _import(source: ExperimentSource | None) -> None:
+    """Import the experiment's own module (the file the driver loaded): what it registers, e.g. a reward
+    with `@REWARDS.register`, must exist in this worker process before anything is built from a registry."""
+    if source is not None:
+        import_source(source)
 
 
 def _threads(exp: Experiment) -> None:
@@ -58,10 +66,11 @@ class TrainItem:
 class RolloutWorker:
     """Generates responses for records of a split, and takes new weights from the learner."""
 
-    def __init__(self, exp: Experiment, roots: dict[str, Path]) -> None:
+    def __init__(self, exp: Experiment, roots: dict[str, Path], source: ExperimentSource | None = None) -> None:
         from evr1.models import load_processor
         from evr1.registry import ENGINES
 
+        _import(source)
         _threads(exp)
         self.exp = exp
         self.processor = load_processor(exp.model)
@@ -99,9 +108,10 @@ class RolloutWorker:
 class RewardWorker:
     """Scores responses with the experiment's reward router."""
 
-    def __init__(self, exp: Experiment) -> None:
+    def __init__(self, exp: Experiment, source: ExperimentSource | None = None) -> None:
         from evr1.rewards import RewardRouter
 
+        _import(source)
         self.router = RewardRouter(exp.reward)
 
     def score(self, inputs: Sequence[Any]) -> list[Any]:
@@ -141,10 +151,13 @@ class LearnerWorker:
     `weights`, `save` and `export` gather the full state, so the driver calls them on every worker.
     """
 
-    def __init__(self, exp: Experiment, root: Path, rank: int, world_size: int, address: str) -> None:
+    def __init__(
+        self, exp: Experiment, root: Path, rank: int, world_size: int, address: str, source: ExperimentSource | None = None
+    ) -> None:
         from evr1.models import load_processor
         from evr1.runner.learner import Learner
 
+        _import(source)
         _threads(exp)
         self.processor = load_processor(exp.model)
         self.learner = Learner.from_spec(
@@ -184,10 +197,11 @@ class LearnerWorker:
 class ReferenceWorker:
     """The frozen initial policy: reference log-probs (at the rollout temperature) for the KL term or penalty."""
 
-    def __init__(self, exp: Experiment, root: Path) -> None:
+    def __init__(self, exp: Experiment, root: Path, source: ExperimentSource | None = None) -> None:
         from evr1.models import load_processor
         from evr1.runner.learner import LogprobModel
 
+        _import(source)
         _threads(exp)
         self.model = LogprobModel.from_spec(exp.model, exp.trainer, temperature=exp.rollout.temperature)
         self.prompter = _prompter(exp, load_processor(exp.model), root)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,8 @@ from typing import Any
 
 from evr1.errors import Evr1Error
 from evr1.experiment import Experiment
+from evr1.experiment_files import ExperimentSource, import_source
+from evr1.run_dir import FINAL_MODEL, interrupted_message, resume_message
 
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer.json"
@@ -62,15 +65,22 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
 
 
 class Trainer:
-    """Owns the workers and the loop of one run."""
+    """Owns the workers and the loop of one run.
 
-    def __init__(self, exp: Experiment, run_dir: Path) -> None:
+    `source` is where the experiment came from: the driver and every worker import it before
+    building anything from a registry, so components it registers (a reward) exist everywhere.
+    """
+
+    def __init__(self, exp: Experiment, run_dir: Path, source: ExperimentSource | None = None) -> None:
         from evr1.models import load_processor
         from evr1.registry import MIXERS, SAMPLERS
         from evr1.rewards import RewardRouter
         from evr1.runner.datasets import ensure_synthetic, train_split, val_splits
 
-        self.exp, self.run_dir = exp, Path(run_dir)
+        if source is not None:
+            import_source(source)
+        self.exp, self.run_dir, self.source = exp, Path(run_dir), source
+        self.current_step = 0
         if exp.data.synth is not None:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
@@ -122,20 +132,20 @@ class Trainer:
         learner_gpus, reference_gpus = reference_share(res.num_gpus, gpus, separate)
         self.learners = [  # created first, so a colocated engine lands on learner 0's GPU
             ray.remote(num_cpus=cpu, num_gpus=learner_gpus[rank])(LearnerWorker).remote(
-                self.exp, self.train.root, rank, res.learner_workers, address
+                self.exp, self.train.root, rank, res.learner_workers, address, self.source
             )
             for rank in range(res.learner_workers)
         ]
-        self.rollout = ray.remote(num_cpus=cpu, num_gpus=gpus.rollout)(RolloutWorker).remote(self.exp, roots)
+        self.rollout = ray.remote(num_cpus=cpu, num_gpus=gpus.rollout)(RolloutWorker).remote(self.exp, roots, self.source)
         self.reference = (
-            ray.remote(num_cpus=cpu, num_gpus=reference_gpus)(ReferenceWorker).remote(self.exp, self.train.root)
+            ray.remote(num_cpus=cpu, num_gpus=reference_gpus)(ReferenceWorker).remote(self.exp, self.train.root, self.source)
             if separate
             else None
         )
         if self.exp.algo.kl.enabled:
             base = "the learners' base model, LoRA adapters off"
             print(f"KL reference: {'a reference worker' if self.reference is not None else base}")
-        self.rewarders = [ray.remote(num_cpus=0.25)(RewardWorker).remote(self.exp) for _ in range(res.reward_workers)]
+        self.rewarders = [ray.remote(num_cpus=0.25)(RewardWorker).remote(self.exp, self.source) for _ in range(res.reward_workers)]
 
     def _get(self, refs: Any, step: int, what: str) -> Any:
         import ray
@@ -385,17 +395,20 @@ class Trainer:
         self.start_workers()
         start, logged_from = 0, None
         if resume:
+            print(resume_message(self.run_dir, t.save_every))
             folder = latest_checkpoint(self.run_dir)
             start = self.restore(folder) if folder is not None else 0
             logged_from = start + 1 if start else 0  # from scratch: step 0's validation is logged again
             truncate_jsonl(self.run_dir / SAMPLES_FILE, logged_from)
             discard_evaluations(self.run_dir, max(logged_from, 1))
         logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard, wandb_project=t.wandb_project, resume_step=logged_from)
+        self.current_step = start
         self.sync_weights(start)
         if start == 0 and t.val_every:
             logger.log(0, self.validate(0))
         bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.exp.name, unit="step")
         for step in bar:
+            self.current_step = step
             metrics = self.step(step)
             if t.val_every and (step % t.val_every == 0 or step == t.steps):
                 metrics.update(self.validate(step))
@@ -411,7 +424,7 @@ class Trainer:
             if t.save_every and step % t.save_every == 0:
                 self.save(step)
         logger.close()
-        self._get([w.export.remote(str(self.run_dir / "final_model")) for w in self.learners], t.steps, "learner (export)")
+        self._get([w.export.remote(str(self.run_dir / FINAL_MODEL)) for w in self.learners], t.steps, "learner (export)")
         rows = read_metrics(self.run_dir)
         write_report(self.run_dir, rows, self.exp.name)
         return rows
@@ -477,10 +490,20 @@ def ray_session(resources: Any):
     return session()
 
 
-def train(exp: Experiment, run_dir: Path, *, resume: bool = False) -> list[dict[str, Any]]:
-    """Run (or continue) the experiment in `run_dir`; returns the logged metric rows."""
+def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: ExperimentSource | None = None) -> list[dict[str, Any]]:
+    """Run (or continue) the experiment in `run_dir`; returns the logged metric rows.
+
+    `source`: the experiment's file or module, imported by every worker (see `Trainer`). On Ctrl-C
+    it prints the step it stopped at and how to continue, and raises `KeyboardInterrupt` again.
+    """
     started = time.time()
-    with ray_session(exp.resources):
-        rows = Trainer(exp, run_dir).fit(resume=resume)
+    trainer = None
+    try:
+        with ray_session(exp.resources):
+            trainer = Trainer(exp, run_dir, source)
+            rows = trainer.fit(resume=resume)
+    except KeyboardInterrupt:
+        print(interrupted_message(Path(run_dir), trainer.current_step if trainer else 0), file=sys.stderr)
+        raise
     print(f"done in {time.time() - started:.0f} s; report: {Path(run_dir) / 'report.md'}")
     return rows

@@ -40,7 +40,11 @@ def test_list_shows_registries_and_experiments() -> None:
         assert title in out.stdout
     out = evr1("list", "experiments")
     assert "quickstart" in out.stdout and "Tiny model, synthetic colour questions" in out.stdout
-    assert "(variants: decay, joint, mixed, on_policy, threshold, video_only)" in out.stdout  # no default variant
+    labels = [line.split()[0] for line in out.stdout.splitlines()[1:]]
+    for label in ("quickstart", "quickstart:debug", "ablations:mixed", "ablations:decay", "qwen25vl_7b_video:small_gpu_lora"):
+        assert label in labels
+    assert "ablations" not in labels  # no default variant
+    assert "Three steps, for smoke tests." in out.stdout
     assert "broken" not in out.stdout
     assert_user_error(evr1("list", "reward"), "unknown kind 'reward'. Did you mean 'rewards'?")
 
@@ -95,7 +99,8 @@ def test_default_run_dir_under_run_root(tmp_path: Path) -> None:
         (("show", "quickstart", "--set", "trainer.steps=many"), "trainer.steps: Input should be a valid integer"),
         (("show", "quickstart", "--set", "algo.advantage=rlooo"), "algo.advantage: unknown advantages name 'rlooo'. Did you mean 'rloo'?"),
         (("show", "quickstart", "--set", "algo.advantage=@advantages:rlooo"), "unknown advantages name 'rlooo'. Did you mean 'rloo'?"),
-        (("run", "--resume", "/nonexistent/run"), "is not a run directory"),
+        (("run", "--resume", "/nonexistent/run"), "run directory /nonexistent/run does not exist"),
+        (("run", "ablations"), "has no default variant; choose one of ablations:decay, ablations:joint, ablations:mixed,"),
         (("run",), "evr1 run needs an experiment NAME"),
     ],
 )
@@ -119,3 +124,54 @@ def test_import_is_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_show_prints_the_description_as_text() -> None:
+    out = evr1("show", "quickstart")
+    assert out.returncode == 0, out.stderr
+    assert "\\n" not in out.stdout and "description " not in out.stdout
+    lines = out.stdout.splitlines()
+    assert lines[1] == "Quickstart: a tiny random-init Qwen2.5-VL learns synthetic video and image questions on CPU."
+    assert "- lr 1e-3: 2e-3 learned the format sooner but collapsed to one letter and stayed at chance." in lines
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("One line.", "One line."),
+        ("Joined by a         continuation.", "Joined by a continuation."),  # a docstring's `\\` continuation
+        ("Title.\n\n    Body of\n    two lines.\n", "Title.\n\nBody of two lines."),
+        ("Why:\n- first\n  item\n- second", "Why:\n- first item\n- second"),
+        ("word " * 30, ("word " * 20).strip() + "\n" + ("word " * 10).strip()),  # 20 words: 99 characters
+    ],
+)
+def test_readable(text: str, expected: str) -> None:
+    from evr1.cli.experiments import readable
+
+    assert readable(text) == expected
+
+
+def test_plan_shows_lora(tmp_path: Path) -> None:
+    out = evr1("run", "qwen25vl_7b_video:small_gpu_lora", "--dry-run", "--run-dir", str(tmp_path / "run"))
+    assert out.returncode == 0, out.stderr
+    lora = out.stdout[out.stdout.index(" lora ") : out.stdout.index(" data ")]  # the table wraps at 80 columns
+    assert " ".join(lora.split()) == "lora rank 64, alpha 128, targets q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, vision frozen"
+    out = evr1("run", "quickstart", "--dry-run", "--run-dir", str(tmp_path / "run2"))
+    assert "off (full fine-tuning)" in out.stdout
+
+
+def test_missing_data_file_stops_before_the_run_dir(tmp_path: Path) -> None:
+    args = ("run", "quickstart:debug", "--set", "data.train=('data/nothere.jsonl',)", "--set", f"trainer.run_root='{tmp_path}'")
+    assert_user_error(evr1(*args), "data.train: data/nothere.jsonl does not exist")
+    assert list(tmp_path.iterdir()) == []  # no run directory, no Ray
+    dry = evr1(*args, "--dry-run")  # a dry run warns: a recipe may be checked away from its data
+    assert dry.returncode == 0 and "warning: data.train: data/nothere.jsonl does not exist" in dry.stderr
+
+
+def test_one_data_path_is_a_one_element_tuple(tmp_path: Path) -> None:
+    (tmp_path / "mine.jsonl").write_text("")
+    out = evr1("run", "quickstart", "--dry-run", "--run-dir", str(tmp_path / "run"), "--set", f"data.train={tmp_path}/mine.jsonl",
+               "--set", f"data.val={tmp_path}/mine.jsonl")
+    assert out.returncode == 0 and "warning" not in out.stderr, out.stderr
+    data = load_experiment(tmp_path / "run").data
+    assert data.train == data.val == (f"{tmp_path}/mine.jsonl",)

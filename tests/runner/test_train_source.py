@@ -1,0 +1,87 @@
+"""An experiment file that registers its own reward, run as a user runs it: the Ray workers import the
+file too; Ctrl-C says where the run stopped; `--resume` reads the run directory's copy of the file,
+says where it restarts, and says when there is nothing left to do."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from evr1.runner.metrics import read_metrics
+
+from .test_train import EVR1, settings
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
+SCORE = 0.37  # what the file's reward gives every answer: no built-in reward gives it to all
+
+EXPERIMENT = f'''
+import fiddle as fdl
+
+from evr1.experiment import Experiment
+from evr1.registry import REWARDS
+from evr1.rewards import RewardOutput, per_sample
+from evr1.specs import DataSpec, ModelSpec, RewardSpec, RolloutSpec, SynthSpec, TrainerSpec
+
+
+@REWARDS.register("me/fixed_mc")
+@per_sample
+def fixed_mc(inp, spec):
+    return RewardOutput({SCORE}, {{"accuracy": {SCORE}}})
+
+
+def experiment():
+    """Quickstart data, multiple choice scored by this file's reward."""
+    return fdl.Config(
+        Experiment,
+        model=fdl.Config(ModelSpec, name="tiny-qwen2.5-vl", dtype="float32"),
+        data=fdl.Config(DataSpec, synth=fdl.Config(SynthSpec, tasks=("quickstart",))),
+        rollout=fdl.Config(RolloutSpec, n=4, max_prompt_tokens=512, max_response_tokens=8),
+        reward=fdl.Config(RewardSpec, routes={{"multiple_choice": "me/fixed_mc"}}),
+        trainer=fdl.Config(TrainerSpec, steps=4, save_every=1),
+    )
+'''
+
+
+def evr1_run(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([EVR1, "run", *args], capture_output=True, text=True, cwd=project, timeout=400)
+
+
+def test_a_reward_registered_in_the_experiment_file_scores_an_interrupted_and_resumed_run(tmp_path: Path) -> None:
+    project, run_dir = tmp_path / "project", tmp_path / "project" / "run"
+    (project / "experiments").mkdir(parents=True)
+    (project / "experiments" / "my_exp.py").write_text(textwrap.dedent(EXPERIMENT))
+    args = ("my_exp", "--run-dir", str(run_dir), *settings(tmp_path, tmp_path / "models", **{"trainer.val_every": "0"}))
+    proc = subprocess.Popen([EVR1, "run", *args], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not (run_dir / "checkpoints" / "step_000001" / "trainer.json").exists():
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.time() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    last = [line for line in err.splitlines() if line.startswith("interrupted at step")]
+    assert last and f"continue with `evr1 run --resume {run_dir}`" in last[-1], err[-3000:]
+    assert "Traceback" not in err
+
+    (project / "experiments" / "my_exp.py").unlink()  # --resume reads the run directory's copy
+    resumed = evr1_run(project, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from checkpoint step_00000" in resumed.stdout
+    rows = read_metrics(run_dir)
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    for row in rows:  # every response, online and offline, scored by the file's reward in the reward workers
+        assert row["reward/multiple_choice/accuracy"] == pytest.approx(SCORE)
+        assert row["reward/errors"] == 0.0
+
+    again = evr1_run(project, "--resume", str(run_dir))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "already finished all 4 steps" in again.stdout
+    assert "ray" not in again.stderr.lower()  # Ray never started
+    assert read_metrics(run_dir) == rows

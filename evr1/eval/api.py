@@ -25,16 +25,13 @@ from evr1.eval.benchmark import Benchmark
 from evr1.eval.report import write_run
 from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder
 from evr1.eval.runner import RunOptions, evaluate_benchmark
+from evr1.run_dir import CONFIG_FILE, FINAL_MODEL
 from evr1.specs import EvalSpec, JudgeSpec, ModelSpec, RewardSpec
-
-FINAL_MODEL = "final_model"  # the exported model in a run directory
 
 
 def run_of(target: str) -> Path | None:
     """The run directory TARGET names: a run directory itself (its `config.json` and `final_model/`) or the
     `final_model/` of one; None for anything else."""
-    from evr1.run_dir import CONFIG_FILE
-
     path = Path(target).expanduser()
     if (path / CONFIG_FILE).is_file() and (path / FINAL_MODEL).is_dir():
         return path

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1.errors import ConfigError
+from evr1.run_dir import FINAL_MODEL
 
 VARIANTS = ("mixed", "on_policy", "video_only", "joint", "threshold", "decay")
 _MODALITY_FILE = re.compile(r"^(?P<base>.+)_(?P<modality>video|image|text)$")
@@ -54,7 +55,7 @@ def finished_rows(run_dir: Path, exp: Any) -> list[dict[str, Any]] | None:
     if not (run_dir / CONFIG_FILE).is_file() or load_experiment(run_dir) != exp:
         return None
     rows = read_metrics(run_dir)
-    done = bool(rows) and rows[-1]["step"] == exp.trainer.steps and (run_dir / "final_model").is_dir()
+    done = bool(rows) and rows[-1]["step"] == exp.trainer.steps and (run_dir / FINAL_MODEL).is_dir()
     return rows if done else None
 
 

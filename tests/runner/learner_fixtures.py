@@ -121,25 +121,37 @@ def shard(name: str, rank: int, samples: list[Sample]) -> list[Sample]:
     return [s for i, s in enumerate(samples) if (i in first) == (rank == 0)]
 
 
-def dp_worker(rank: int, world_size: int, address: str, cache_dir: str, out_dir: str) -> None:
-    """One data-parallel worker: every scenario's update on its shard; parameters saved per scenario."""
+def in_worker_group(rank: int, world_size: int, address: str, out_dir: str, body: Any) -> None:
+    """Join the gloo group as `rank`, run `body(out_dir)`, record a failure's traceback in `error-<rank>.txt`
+    (the parent reports it), and leave the group."""
     from evr1.runner import distributed
 
     torch.set_num_threads(1)
     out = Path(out_dir)
     try:
         distributed.init_process_group(rank, world_size, address, backend="gloo", timeout_s=90)
-        spec = tiny_spec(FAMILY, cache_dir)
-        processor = load_processor(spec)
-        for name in SCENARIOS:
-            learner = learner_for(spec, rank=rank, world_size=world_size, **TRAINER)
-            metrics = learner.update(shard(name, rank, scenario_samples(processor, name)))
-            torch.save({"params": params_of(learner), "metrics": metrics}, out / f"{name}-{rank}.pt")
+        body(out)
     except BaseException:
         (out / f"error-{rank}.txt").write_text(traceback.format_exc())
         raise
     finally:
         distributed.destroy_process_group()
+
+
+def dp_updates(rank: int, world_size: int, cache_dir: str, out: Path, scenarios: Any, make_learner: Any) -> None:
+    """Each scenario's update on this rank's shard by a fresh `make_learner(spec, ...)`; parameters and metrics saved."""
+    spec = tiny_spec(FAMILY, cache_dir)
+    processor = load_processor(spec)
+    for name in scenarios:
+        learner = make_learner(spec, rank=rank, world_size=world_size, **TRAINER)
+        metrics = learner.update(shard(name, rank, scenario_samples(processor, name)))
+        torch.save({"params": params_of(learner), "metrics": metrics}, out / f"{name}-{rank}.pt")
+
+
+def dp_worker(rank: int, world_size: int, address: str, cache_dir: str, out_dir: str) -> None:
+    """One data-parallel worker: every scenario's update on its shard; parameters saved per scenario."""
+    in_worker_group(rank, world_size, address, out_dir,
+                    lambda out: dp_updates(rank, world_size, cache_dir, out, SCENARIOS, learner_for))
 
 
 def run_workers(

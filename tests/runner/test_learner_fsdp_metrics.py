@@ -9,7 +9,6 @@ of different modalities are `test_learner_fsdp_modalities`'.
 
 from __future__ import annotations
 
-import traceback
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from evr1.specs import AlgoSpec, OptimSpec, TrainerSpec
 from .learner_fixtures import (  # noqa: F401
     FAMILY,
     TRAINER,
+    in_worker_group,
     learner_for,
     lprocessor_fixture,
     lspec_fixture,
@@ -44,26 +44,20 @@ TIMEOUT_S = 240
 
 def fsdp_worker(rank: int, world_size: int, address: str, cache_dir: str, out_dir: str) -> None:
     """One sharded worker: every scenario's update on its shard; metrics saved per scenario."""
-    torch.set_num_threads(1)
-    out = Path(out_dir)
-    try:
-        distributed.init_process_group(rank, world_size, address, backend="gloo", timeout_s=90)
-        spec = tiny_spec(FAMILY, cache_dir)
-        processor = load_processor(spec)
-        for name, (_, first, _) in SCENARIOS.items():
-            model = distributed.shard_model(load_model(spec, dtype=torch.float32))
-            learner = Learner(
-                model, algo=AlgoSpec(), optim=OptimSpec(lr=LR, grad_clip=1.0),
-                trainer=TrainerSpec(**{"micro_batch_tokens": 4096, **TRAINER}), sharded=True,
-            )  # fmt: skip
-            mine = [s for i, s in enumerate(_samples(processor, name)) if (i in first) == (rank == 0)]
-            metrics = learner.update(mine)
-            torch.save({"metrics": metrics}, out / f"{name}-{rank}.pt")
-    except BaseException:
-        (out / f"error-{rank}.txt").write_text(traceback.format_exc())
-        raise
-    finally:
-        distributed.destroy_process_group()
+    in_worker_group(rank, world_size, address, out_dir, lambda out: _sharded_updates(rank, cache_dir, out))
+
+
+def _sharded_updates(rank: int, cache_dir: str, out: Path) -> None:
+    spec = tiny_spec(FAMILY, cache_dir)
+    processor = load_processor(spec)
+    for name, (_, first, _) in SCENARIOS.items():
+        model = distributed.shard_model(load_model(spec, dtype=torch.float32))
+        learner = Learner(
+            model, algo=AlgoSpec(), optim=OptimSpec(lr=LR, grad_clip=1.0),
+            trainer=TrainerSpec(**{"micro_batch_tokens": 4096, **TRAINER}), sharded=True,
+        )  # fmt: skip
+        mine = [s for i, s in enumerate(_samples(processor, name)) if (i in first) == (rank == 0)]
+        torch.save({"metrics": learner.update(mine)}, out / f"{name}-{rank}.pt")
 
 
 def _samples(processor, name: str) -> list:

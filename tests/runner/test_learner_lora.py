@@ -4,9 +4,6 @@ adapters off it scores as the base model (the KL reference)."""
 
 from __future__ import annotations
 
-import traceback
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -16,7 +13,6 @@ from evr1.errors import ConfigError, Evr1Error
 from evr1.models import load_model, load_processor
 from evr1.models.forward import response_logprobs
 from evr1.models.lora import ADAPTER_DIR, adapters_off
-from evr1.models.testing import tiny_spec
 from evr1.runner.batching import Sample
 from evr1.runner.distributed import free_port
 from evr1.runner.learner import Learner, LogprobModel
@@ -26,6 +22,8 @@ from .learner_fixtures import (  # noqa: F401
     FAMILY,
     SCENARIOS,
     TRAINER,
+    dp_updates,
+    in_worker_group,
     lprocessor_fixture,
     lspec_fixture,
     make_samples,
@@ -168,23 +166,8 @@ DP_SCENARIOS = ("mixed", "video_vs_text")  # offline rows and two mini-batches; 
 
 
 def lora_dp_worker(rank: int, world_size: int, address: str, cache_dir: str, out_dir: str) -> None:
-    from evr1.runner import distributed
-
-    torch.set_num_threads(1)
-    out = Path(out_dir)
-    try:
-        distributed.init_process_group(rank, world_size, address, backend="gloo", timeout_s=90)
-        spec = tiny_spec(FAMILY, cache_dir)
-        processor = load_processor(spec)
-        for name in DP_SCENARIOS:
-            learner = lora_learner(spec, rank=rank, world_size=world_size, **TRAINER)
-            metrics = learner.update(shard(name, rank, scenario_samples(processor, name)))
-            torch.save({"params": params_of(learner), "metrics": metrics}, out / f"{name}-{rank}.pt")
-    except BaseException:
-        (out / f"error-{rank}.txt").write_text(traceback.format_exc())
-        raise
-    finally:
-        distributed.destroy_process_group()
+    in_worker_group(rank, world_size, address, out_dir,
+                    lambda out: dp_updates(rank, world_size, cache_dir, out, DP_SCENARIOS, lora_learner))
 
 
 def test_two_workers_match_one_worker_on_the_whole_batch(lspec, lprocessor, tmp_path) -> None:

@@ -30,7 +30,8 @@ class SamplingParams:
     """How to sample: `n` responses per prompt, temperature/top-p/top-k, a token budget, a seed.
 
     `greedy` (or `temperature == 0`) takes the arg-max token and one response per prompt.
-    `seed=None` draws the seed from torch's global generator (so `torch.manual_seed` governs it).
+    `seed=None` draws the seed from torch's global generator (so `torch.manual_seed` governs it; vLLM
+    draws from its own).
     `stop_token_ids=None` stops at the model's end-of-sequence tokens (`<|im_end|>`, ...).
     """
 

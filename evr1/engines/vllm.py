@@ -1,6 +1,7 @@
 """The vLLM rollout engine (GPU only; `pip install -e '.[vllm]'`): a thin adapter over vLLM's public API.
 
-vLLM calls used, all public (docs.vllm.ai, "LLM class" and "Sleep mode"):
+vLLM calls used, all public (docs.vllm.ai, "LLM class" and "Sleep mode"; checked against the
+vLLM 0.33 source):
 - `vllm.LLM(model=..., enable_sleep_mode=..., logprobs_mode="processed_logprobs", ...)` and
   `LLM.generate(prompts, sampling_params)` with prompt dicts `{"prompt", "multi_modal_data",
   "mm_processor_kwargs"}` ("Multimodal Inputs": videos as frame arrays with metadata);
@@ -8,15 +9,18 @@ vLLM calls used, all public (docs.vllm.ai, "LLM class" and "Sleep mode"):
   freed while the learner trains on the same GPU);
 - `LLM.collective_rpc(fn, args=...)` for weight sync: `fn(worker, ...)` runs in every worker and
   calls the model's `load_weights(iterable of (checkpoint name, tensor))`, the loader vLLM itself
-  uses for HF checkpoints (tensor-parallel shards are cut by it).
+  uses for HF checkpoints (tensor-parallel shards are cut by it). The engine core runs in this
+  process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`): vLLM's inter-process messages cannot carry a
+  function or tensors, its tensor-parallel workers take pickled CPU tensors. Afterwards the
+  prefix and encoder caches are reset (their entries were computed with the old weights).
 Everything else (requests, sampling settings, outputs, weight names, placement) is in
-`evr1.engines.vllm_adapter` and tested without vLLM. Not yet run on a GPU: whether
-`processed_logprobs` with top-k/top-p on works with every vLLM sampler backend (FlashInfer's
-included) and matches the learner's tempered log-probs (`tests/engines/test_vllm_engine_gpu.py`).
+`evr1.engines.vllm_adapter` and tested without vLLM. Not yet run on a GPU
+(`tests/engines/test_vllm_engine_gpu.py`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +28,7 @@ from evr1.engines.base import RolloutResult, SamplingParams, Weights
 from evr1.engines.vllm_adapter import (
     MediaTokens,
     PixelLayout,
+    check_prompt_tokens,
     engine_kwargs,
     missing_vllm_message,
     request_seed,
@@ -38,6 +43,7 @@ from evr1.models.prompts import Prompt
 from evr1.specs import ModelSpec, RolloutSpec
 
 SYNC_BATCH_BYTES = 1 << 30  # weights per collective_rpc call
+IN_PROCESS = "VLLM_ENABLE_V1_MULTIPROCESSING"
 
 
 def import_vllm() -> Any:
@@ -70,8 +76,9 @@ class VLLMEngine:
         colocate: bool,
         max_prompt_tokens: int | None = None,
         sampling_params_cls: Any = None,
+        cpu_weights: bool = False,
     ) -> None:
-        self.llm, self.family, self.colocate = llm, family, colocate
+        self.llm, self.family, self.colocate, self.cpu_weights = llm, family, colocate, cpu_weights
         self.stop_ids = tuple(stop_ids)
         self.max_prompt_tokens = max_prompt_tokens
         self.sampling_params_cls = sampling_params_cls or import_vllm().SamplingParams
@@ -86,6 +93,11 @@ class VLLMEngine:
     @classmethod
     def from_spec(cls, model: ModelSpec, rollout: RolloutSpec, *, device: str = "cuda", seed: int = 0) -> VLLMEngine:
         """Start vLLM on the model of `model` with the settings of `rollout` (`device` must be CUDA)."""
+        if os.environ.setdefault(IN_PROCESS, "0") != "0":
+            raise Evr1Error(
+                f"evr1 syncs weights into vLLM's engine in its own process; unset {IN_PROCESS} "
+                f"(it is {os.environ[IN_PROCESS]!r}) or set it to 0"
+            )
         vllm = import_vllm()
         if device != "cuda":
             raise Evr1Error(f"the vllm engine runs on CUDA only (asked for {device!r}); use rollout.engine='hf'")
@@ -99,7 +111,8 @@ class VLLMEngine:
         stops = stop_token_ids(GenerationConfig.from_pretrained(path).eos_token_id, processor.tokenizer.eos_token_id)
         llm = vllm.LLM(**engine_kwargs(path, model, rollout, seed=seed))
         engine = cls(llm, processor, processor_family(processor), stops, colocate=rollout.colocate,
-                     max_prompt_tokens=rollout.max_prompt_tokens, sampling_params_cls=vllm.SamplingParams)
+                     max_prompt_tokens=rollout.max_prompt_tokens, sampling_params_cls=vllm.SamplingParams,
+                     cpu_weights=rollout.tensor_parallel_size > 1)
         engine.sleep()
         return engine
 
@@ -117,7 +130,10 @@ class VLLMEngine:
 
     # -- generation -----------------------------------------------------------------------
     def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[RolloutResult]:
-        """`params.n` responses per prompt, ordered prompt-major (`prompt_index * n + sample_index`)."""
+        """`params.n` responses per prompt, ordered prompt-major (`prompt_index * n + sample_index`).
+
+        vLLM's prompt tokens are checked against ours: the learner scores the responses after them.
+        """
         requests = []
         for i, prompt in enumerate(prompts):
             if self.max_prompt_tokens is not None and len(prompt) > self.max_prompt_tokens:
@@ -132,15 +148,21 @@ class VLLMEngine:
             outputs = self.llm.generate(requests, sampling, use_tqdm=False)
         finally:
             self.sleep()
+        check_prompt_tokens(outputs, prompts)
         return rollout_results(outputs, params.n, params.stop_token_ids or self.stop_ids)
 
     # -- weights --------------------------------------------------------------------------
     def load_weights(self, weights: Weights) -> None:
-        """Load all parameters (a state dict or `(name, tensor)` pairs, HF names) into every worker."""
+        """Load all parameters (a state dict or `(name, tensor)` pairs, HF names) into every worker.
+
+        The prefix and encoder caches are reset after: their entries came from the old weights.
+        """
         self.wake()
         try:
-            for batch in weight_batches(weights, SYNC_BATCH_BYTES):
+            for batch in weight_batches(weights, SYNC_BATCH_BYTES, cpu=self.cpu_weights):
                 self.llm.collective_rpc(_load_on_worker, args=(batch,))
+            self.llm.reset_prefix_cache()
+            self.llm.llm_engine.reset_encoder_cache()
         finally:
             self.sleep()
         self.version += 1

@@ -2,8 +2,9 @@
 
 - Requests: our `Prompt` (expanded text + processor-ready tensors from the cache) becomes a vLLM
   prompt dict. vLLM expands media placeholders itself (a prompt's placeholders are always
-  re-expanded), so each expanded run is collapsed back to the chat template's single
-  placeholder, and the media go in as the exact resized uint8 frames recovered from the tensors,
+  re-expanded, by the rules of the HF processor: with transformers >= 5.10 the bare image or
+  video pad becomes the item's tokens, Qwen3-VL's timed per-patch groups included), so each
+  item's expansion is collapsed back to one bare pad, and the media go in as the exact resized uint8 frames recovered from the tensors,
   with metadata that reproduces the prompt's timing (Qwen2.5-VL seconds per temporal patch,
   Qwen3-VL timestamps) and `do_sample_frames=False, do_resize=False`: vLLM neither decodes,
   resamples nor resizes, and its HF processor turns the frames back into the same tensors.
@@ -42,9 +43,10 @@ WRAPPER_PREFIXES = ("module.", "_orig_mod.")
 # `log_softmax(logits / T)` exactly when top-k/top-p are off (the recipes' setting; the only logit
 # bias is BAN_BIAS on placeholder tokens, whose mass is ~0); with them on it is of the truncated
 # distribution, higher by -log(kept mass). The learner's ratios never use these values (it
-# recomputes old-policy log-probs itself); the KL reward penalty does.
+# recomputes old-policy log-probs itself); the KL reward penalty does. vLLM samples with its own
+# (PyTorch) sampler whenever processed log-probs are asked for, FlashInfer's top-k/top-p too.
 LOGPROBS_MODE = "processed_logprobs"
-BAN_BIAS = -100.0  # the lowest logit bias vLLM accepts: placeholder tokens are never sampled
+BAN_BIAS = -100.0  # placeholder tokens are never sampled (vLLM's OpenAI server clamps biases to +-100)
 _DTYPES = {"auto": "bfloat16", "float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
 
@@ -82,26 +84,26 @@ class Collapsed:
 
 
 def collapse_placeholders(text: str, family: str, tokens: MediaTokens = MediaTokens()) -> Collapsed:
-    """Undo the placeholder expansion of `build_prompt` (the chat template's form, which vLLM expands).
+    """Undo the placeholder expansion of `build_prompt`: what vLLM's HF processor expands again.
 
-    Qwen2/2.5-VL: a run of image or video pads becomes one pad. Qwen3-VL: a video's
-    `<t seconds><|vision_start|>pads<|vision_end|>` groups become one
-    `<|vision_start|><|video_pad|><|vision_end|>`, and their times are returned.
+    A run of image or video pads becomes one pad (Qwen2/2.5-VL keep the template's
+    `<|vision_start|>`/`<|vision_end|>` around it). Qwen3-VL: a video's
+    `<t seconds><|vision_start|>pads<|vision_end|>` groups become one bare `<|video_pad|>`, and
+    their times are returned.
     """
     e = {k: re.escape(v) for k, v in vars(tokens).items()}
     text = re.sub(f"(?:{e['image']})+", lambda _: tokens.image, text)
-    wrapped = f"{tokens.start}{tokens.video}{tokens.end}"
     timestamps: list[list[float]] = []
     if family == "qwen3-vl":
         group = f"<([0-9]+(?:\\.[0-9]+)?) seconds>{e['start']}(?:{e['video']})+{e['end']}"
 
         def one_video(match: re.Match) -> str:
             timestamps.append([float(t) for t in re.findall(group, match.group(0))])
-            return wrapped
+            return tokens.video
 
         text = re.sub(f"(?:{group})+", one_video, text)
     else:
-        text = re.sub(f"{e['start']}(?:{e['video']})+{e['end']}", lambda _: wrapped, text)
+        text = re.sub(f"(?:{e['video']})+", lambda _: tokens.video, text)
     return Collapsed(text, timestamps)
 
 
@@ -206,7 +208,7 @@ def vllm_request(
             )
             videos.append((frames, meta))
         mm["video"] = videos
-    for kind, token in (("image", tokens.image), ("video", f"{tokens.start}{tokens.video}{tokens.end}")):
+    for kind, token in (("image", tokens.image), ("video", tokens.video)):
         found, given = collapsed.text.count(token), len(mm.get(kind, []))
         if found != given:
             raise Evr1Error(f"prompt {index} has {found} {kind} placeholder(s) but {given} {kind}(s) in its tensors")
@@ -235,10 +237,21 @@ def request_seed(seed: int | None, prompt_index: int, n: int) -> int | None:
     return None if seed is None else (seed + prompt_index * n) % 2**63
 
 
+def check_temperature(temperature: float) -> None:
+    """vLLM refuses temperatures above 2 and samples at 0.01 below 0.01 (log-probs would not be ours)."""
+    if temperature > 2 or 0 < temperature < 0.01:
+        raise ConfigError(f"the vllm engine samples at temperature 0 or in [0.01, 2] (got {temperature})")
+
+
 def sampling_kwargs(
     params: SamplingParams, stop_ids: Sequence[int], banned: Sequence[int], seed: int | None
 ) -> dict[str, Any]:
-    """vLLM `SamplingParams(**kwargs)` for our params: the sampled token's log-prob (`LOGPROBS_MODE`), our stops."""
+    """vLLM `SamplingParams(**kwargs)` for our params: the sampled token's log-prob (`LOGPROBS_MODE`), our stops.
+
+    Given `params.stop_token_ids` replace the model's end tokens, as in the HF engine (vLLM's
+    `ignore_eos`); otherwise vLLM stops at the end tokens of the tokenizer and generation config.
+    """
+    check_temperature(params.sampling_temperature)
     return {
         "n": params.n,
         "temperature": params.sampling_temperature,
@@ -247,6 +260,7 @@ def sampling_kwargs(
         "max_tokens": params.max_tokens,
         "logprobs": 0,  # the sampled token's log-prob only
         "stop_token_ids": list(params.stop_token_ids or stop_ids),
+        "ignore_eos": bool(params.stop_token_ids),
         "logit_bias": {int(t): BAN_BIAS for t in banned} or None,
         "seed": seed,
         "skip_special_tokens": True,
@@ -293,6 +307,18 @@ def rollout_results(outputs: Sequence[Any], n: int, stop_ids: Iterable[int]) -> 
     return results
 
 
+def check_prompt_tokens(outputs: Sequence[Any], prompts: Sequence[Prompt]) -> None:
+    """Fail unless vLLM expanded every prompt to our token ids (the learner scores the responses after them)."""
+    for i, (output, prompt) in enumerate(zip(outputs, prompts, strict=True)):
+        theirs, ours = list(output.prompt_token_ids or ()), prompt.input_ids.tolist()
+        if theirs != ours:
+            at = next((j for j, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
+            raise Evr1Error(
+                f"vLLM made prompt {i} into {len(theirs)} tokens, evr1 into {len(ours)} (first difference at "
+                f"token {at}): its media placeholders were expanded differently; report this with the model family"
+            )
+
+
 # -- weights ---------------------------------------------------------------------------------
 
 
@@ -307,8 +333,11 @@ def checkpoint_name(name: str) -> str:
     return name
 
 
-def weight_batches(weights: Weights, max_bytes: int) -> Iterator[list[tuple[str, torch.Tensor]]]:
-    """`(checkpoint name, tensor)` pairs in batches of at most `max_bytes` (a larger tensor goes alone)."""
+def weight_batches(weights: Weights, max_bytes: int, *, cpu: bool = False) -> Iterator[list[tuple[str, torch.Tensor]]]:
+    """`(checkpoint name, tensor)` pairs in batches of at most `max_bytes` (a larger tensor goes alone).
+
+    `cpu` moves the tensors to the CPU (vLLM's tensor-parallel workers take them pickled).
+    """
     items = weights.items() if isinstance(weights, Mapping) else weights
     batch: list[tuple[str, Any]] = []
     size = 0
@@ -317,7 +346,7 @@ def weight_batches(weights: Weights, max_bytes: int) -> Iterator[list[tuple[str,
         if batch and size + nbytes > max_bytes:
             yield batch
             batch, size = [], 0
-        batch.append((checkpoint_name(name), tensor))
+        batch.append((checkpoint_name(name), tensor.detach().cpu() if cpu else tensor))
         size += nbytes
     if batch:
         yield batch
@@ -330,6 +359,7 @@ def engine_kwargs(model_path: str, model: ModelSpec, rollout: RolloutSpec, *, se
     """`vllm.LLM(**kwargs)` for our specs (model path already resolved)."""
     if model.attn_implementation not in ("auto", "flash_attention_2", "sdpa"):
         raise ConfigError(f"model.attn_implementation={model.attn_implementation!r} has no vLLM equivalent; use 'auto'")
+    check_temperature(rollout.temperature)
     return {
         "model": model_path,
         "dtype": _DTYPES[model.dtype],

@@ -8,6 +8,7 @@ processors and the official prompt layout, exactly our prompt tokens and pixel t
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from vllm_processing import processed_as_vllm_does
 
 from evr1.engines import RolloutEngine, SamplingParams
 from evr1.engines.vllm import VLLMEngine, _load_on_worker, import_vllm
@@ -65,6 +67,7 @@ class CompletionOutput:
 class RequestOutput:
     request_id: str
     outputs: list[CompletionOutput]
+    prompt_token_ids: list[int] | None = None
 
 
 def completion(index: int, tokens: list[int], reason: str, text: str = "", extra: int | None = None) -> CompletionOutput:
@@ -86,7 +89,7 @@ def completion(index: int, tokens: list[int], reason: str, text: str = "", extra
         (
             "qwen3-vl",
             f"x<0.4 seconds>{S}{V * 2}{E}<1.9 seconds>{S}{V * 2}{E}y{S}{I * 4}{E}<12.0 seconds>{S}{V}{E}",
-            f"x{S}{V}{E}y{S}{I}{E}{S}{V}{E}",
+            f"x{V}y{S}{I}{E}{V}",
             [[0.4, 1.9], [12.0]],
         ),
         ("qwen3-vl", "no media at all", "no media at all", []),
@@ -124,30 +127,28 @@ def _media(processor, fam: str):
 
 
 def test_request_media_rebuild_our_prompt_exactly(processor, fam: str) -> None:
-    """The frames + metadata given to vLLM, run through the HF processors (as vLLM does) and laid
-    out like our prompts (vLLM's layout: Qwen3-VL's wrapper replaced by per-frame groups), give
-    back the same token ids, pixel values and timing."""
-    from transformers.video_utils import VideoMetadata
-
+    """The prompt text, frames and metadata given to vLLM, run through the HF processor (as vLLM
+    does), give back our prompt's token ids, pixel values and timing."""
     messages, image, video = _media(processor, fam)
     prompt = build_prompt(processor, messages, [image, video])
     request = vllm_request(prompt, fam, MediaTokens.of(processor), PixelLayout.of(processor.image_processor),
                            PixelLayout.of(processor.video_processor))
     assert request["mm_processor_kwargs"] == {"do_sample_frames": False, "do_resize": False}
     assert request["prompt"].count(I) == 1 and request["prompt"].count(V) == 1
-    [frames], [(video_frames, meta)] = request["multi_modal_data"]["image"], request["multi_modal_data"]["video"]
+    [frames], [(video_frames, _)] = request["multi_modal_data"]["image"], request["multi_modal_data"]["video"]
     assert frames.dtype == np.uint8 and video_frames.dtype == np.uint8 and len(video_frames) == 6  # 5 + 1 pad
-    again_image = processor.image_processor(images=[frames], do_resize=False, return_tensors="pt")
-    fields = {k: v for k, v in meta.items() if k != "do_sample_frames"}
-    again_video = processor.video_processor(
-        videos=[video_frames], video_metadata=[VideoMetadata(**fields)], return_metadata=True,
-        do_sample_frames=False, do_resize=False, return_tensors="pt",
-    )
-    rebuilt = build_prompt(processor, messages, [again_image, again_video])
-    assert torch.equal(rebuilt.input_ids, prompt.input_ids)
-    assert set(rebuilt.mm) == set(prompt.mm)
+    again = processed_as_vllm_does(processor, request)
+    assert again["input_ids"][0].tolist() == prompt.input_ids.tolist()
     for key in prompt.mm:
-        assert torch.equal(rebuilt.mm[key], prompt.mm[key]), key
+        assert torch.equal(again[key], prompt.mm[key]), key
+
+
+def test_qwen3_videos_collapse_to_the_bare_pad() -> None:
+    """vLLM with transformers >= 5.10 expands a Qwen3-VL video's bare pad and keeps the text around
+    it: a collapsed video must not keep the chat template's vision_start/end."""
+    text = f"q{S}{I * 2}{E}<0.2 seconds>{S}{V * 2}{E}<1.2 seconds>{S}{V * 2}{E}?"
+    out = collapse_placeholders(text, "qwen3-vl")
+    assert out.text == f"q{S}{I}{E}{V}?" and out.timestamps == [[0.2, 1.2]]
 
 
 def test_request_without_media_is_plain_text(processor, fam: str) -> None:
@@ -176,11 +177,13 @@ def test_sampling_kwargs() -> None:
     params = SamplingParams(n=4, temperature=0.7, top_p=0.9, top_k=-1, max_tokens=33, seed=5)
     assert sampling_kwargs(params, (7, 8), (3, 4), request_seed(5, 2, 4)) == {
         "n": 4, "temperature": 0.7, "top_p": 0.9, "top_k": 0, "max_tokens": 33, "logprobs": 0,
-        "stop_token_ids": [7, 8], "logit_bias": {3: -100.0, 4: -100.0}, "seed": 13, "skip_special_tokens": True,
+        "stop_token_ids": [7, 8], "ignore_eos": False, "logit_bias": {3: -100.0, 4: -100.0}, "seed": 13,
+        "skip_special_tokens": True,
     }
     greedy = sampling_kwargs(SamplingParams(n=8, top_k=20, greedy=True, stop_token_ids=(9,)), (7,), (), None)
     assert greedy["n"] == 1 and greedy["temperature"] == 0.0 and greedy["top_k"] == 20
     assert greedy["stop_token_ids"] == [9] and greedy["logit_bias"] is None and greedy["seed"] is None
+    assert greedy["ignore_eos"]  # given stop ids replace the model's end tokens, as in the HF engine
 
 
 @pytest.mark.parametrize(("seed", "index", "n", "expected"), [(None, 3, 8, None), (0, 0, 8, 0), (7, 2, 4, 15), (2**63 - 1, 1, 1, 0)])
@@ -249,6 +252,10 @@ def test_weight_batches_are_bounded() -> None:
     assert [[name for name, _ in b] for b in batches] == [["a", "b"], ["c"], ["d"]]  # d alone: larger than the bound
     pairs = list(weight_batches(iter(weights.items()), max_bytes=10_000))
     assert len(pairs) == 1 and [n for n, _ in pairs[0]] == ["a", "b", "c", "d"]
+    trained = torch.nn.Linear(2, 2).weight
+    [[(_, kept)]] = weight_batches({"w": trained}, 100)
+    [[(_, sent)]] = weight_batches({"w": trained}, 100, cpu=True)  # for pickling to tensor-parallel workers
+    assert kept is trained and sent.device.type == "cpu" and not sent.requires_grad and torch.equal(sent, trained)
 
 
 # -- engine settings and placement -----------------------------------------------------------------
@@ -263,6 +270,30 @@ def test_engine_kwargs() -> None:
     assert engine_kwargs("/m", ModelSpec(dtype="float32"), RolloutSpec())["enable_sleep_mode"] is True
     with pytest.raises(ConfigError, match="no vLLM equivalent"):
         engine_kwargs("/m", ModelSpec(attn_implementation="eager"), RolloutSpec())
+
+
+@pytest.mark.parametrize(("temperature", "ok"), [(0.0, True), (0.01, True), (2.0, True), (0.005, False), (2.5, False)])
+def test_temperatures_vllm_cannot_sample_at_are_refused(temperature: float, ok: bool) -> None:
+    calls = [lambda: engine_kwargs("/m", ModelSpec(), RolloutSpec(temperature=temperature, n=1)),
+             lambda: sampling_kwargs(SamplingParams(temperature=temperature), (2,), (), None)]
+    for call in calls:
+        if ok:
+            call()
+        else:
+            with pytest.raises(ConfigError, match=f"in \\[0.01, 2\\] \\(got {temperature}\\)"):
+                call()
+
+
+def test_engine_core_must_run_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weight sync calls a function with tensors in vLLM's workers: impossible across its engine-core process."""
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    with pytest.raises(Evr1Error, match="set it to 0"):
+        VLLMEngine.from_spec(ModelSpec(), RolloutSpec(engine="vllm"))
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING")
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(Evr1Error, match="needs vLLM"):
+        VLLMEngine.from_spec(ModelSpec(), RolloutSpec(engine="vllm"))
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
 
 
 @pytest.mark.parametrize(
@@ -348,12 +379,15 @@ class FakeWorker:
 
 
 class FakeLLM:
-    """Records what the engine asks of `vllm.LLM` and answers like it (two tokens, then a stop)."""
+    """Records what the engine asks of `vllm.LLM` and answers like it (two tokens, then a stop); its
+    prompt token ids come from the HF processor on the request, as vLLM's do (`tamper` spoils them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, processor, tamper: bool = False) -> None:
+        self.processor, self.tamper = processor, tamper
         self.calls: list[str] = []
         self.workers = [FakeWorker(), FakeWorker()]  # tensor parallel: every worker loads every batch
         self.requests: list = []
+        self.llm_engine = self
 
     def sleep(self, level: int) -> None:
         self.calls.append(f"sleep{level}")
@@ -365,15 +399,28 @@ class FakeLLM:
         self.calls.append("generate")
         self.requests.append((requests, sampling))
         n = sampling[0].kwargs["n"]
-        return [RequestOutput(str(i), [completion(j, [5 + j, 2], "stop", f"r{j}") for j in range(n)]) for i in range(len(requests))]
+        outputs = []
+        for i, request in enumerate(requests):
+            ids = processed_as_vllm_does(self.processor, request)["input_ids"][0].tolist()
+            if self.tamper:
+                ids.insert(len(ids) // 2, ids[0])
+            outputs.append(RequestOutput(str(i), [completion(j, [5 + j, 2], "stop", f"r{j}") for j in range(n)], ids))
+        return outputs
 
     def collective_rpc(self, fn, args=()):
         self.calls.append("rpc")
         return [fn(w, *args) for w in self.workers]
 
+    def reset_prefix_cache(self) -> bool:
+        self.calls.append("reset_prefix")
+        return True
+
+    def reset_encoder_cache(self) -> None:  # on `LLM.llm_engine`
+        self.calls.append("reset_encoder")
+
 
 def test_engine_generates_and_syncs_weights_around_sleep(processor, fam: str) -> None:
-    llm = FakeLLM()
+    llm = FakeLLM(processor)
     engine = VLLMEngine(llm, processor, fam, (2,), colocate=True, max_prompt_tokens=10_000, sampling_params_cls=FakeParams)
     assert isinstance(engine, RolloutEngine)
     engine.sleep()  # as from_spec leaves it: asleep until needed
@@ -388,19 +435,27 @@ def test_engine_generates_and_syncs_weights_around_sleep(processor, fam: str) ->
     assert "multi_modal_data" in requests[0] and "multi_modal_data" not in requests[1]
 
     engine.load_weights({"module.a": torch.zeros(3), "b": torch.zeros(2)})
-    assert llm.calls[-3:] == ["wake", "rpc", "sleep1"] and engine.version == 1
+    assert llm.calls[-5:] == ["wake", "rpc", "reset_prefix", "reset_encoder", "sleep1"] and engine.version == 1
     assert all(w.loaded == [["a", "b"]] for w in llm.workers)
     with pytest.raises(Evr1Error, match="over max_prompt_tokens=10000"):
         engine.generate([type(prompts[0])(torch.zeros(10_001, dtype=torch.long), {}, "x")], SamplingParams())
 
 
 def test_separate_engine_never_sleeps(processor, fam: str) -> None:
-    llm = FakeLLM()
+    llm = FakeLLM(processor)
     engine = VLLMEngine(llm, processor, fam, (2,), colocate=False, sampling_params_cls=FakeParams)
     engine.sleep()
     engine.generate([build_prompt(processor, "q?")], SamplingParams(n=1, max_tokens=2))
     engine.load_weights([("w", torch.zeros(1))])
-    assert llm.calls == ["generate", "rpc"]
+    assert llm.calls == ["generate", "rpc", "reset_prefix", "reset_encoder"]  # no sleep clears them here
+
+
+def test_prompt_tokens_vllm_made_differently_fail_the_rollout(processor, fam: str) -> None:
+    engine = VLLMEngine(FakeLLM(processor, tamper=True), processor, fam, (2,), colocate=False, sampling_params_cls=FakeParams)
+    messages, image, video = _media(processor, fam)
+    prompts = [build_prompt(processor, messages, [image, video])]
+    with pytest.raises(Evr1Error, match=f"vLLM made prompt 0 into {len(prompts[0]) + 1} tokens, evr1 into {len(prompts[0])}"):
+        engine.generate(prompts, SamplingParams(n=1, max_tokens=2))
 
 
 def test_worker_side_load_passes_the_batch_through() -> None:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import torch
+from vllm_processing import processed_as_vllm_does
 
 from evr1.data.loader import MediaLoader
 from evr1.data.records import MediaRef
@@ -17,8 +18,6 @@ from evr1.specs import CacheSpec, ImageSpec, VideoSpec
 
 
 def test_a_clipped_video_request_rebuilds_our_prompt(processor, fam: str, tmp_path: Path) -> None:
-    from transformers.video_utils import VideoMetadata
-
     # 6 s at 4 fps clipped to [2, 5] s: frames 8..20, six taken at linspace(8, 20, 6).round() = 8, 10, 13, 15, 18, 20,
     # i.e. 0, 0.5, 1.25, 1.75, 2.5, 3 s on the clip clock; Qwen3-VL stamps each 2-frame patch with the mean:
     # 0.25, 1.5, 2.75, printed with one decimal (ties to even): 0.2, 1.5, 2.8
@@ -33,12 +32,7 @@ def test_a_clipped_video_request_rebuilds_our_prompt(processor, fam: str, tmp_pa
 
     request = vllm_request(prompt, fam, MediaTokens.of(processor), PixelLayout.of(processor.image_processor),
                            PixelLayout.of(processor.video_processor))
-    [(frames, meta)] = request["multi_modal_data"]["video"]
-    again = processor.video_processor(
-        videos=[frames], video_metadata=[VideoMetadata(**{k: v for k, v in meta.items() if k != "do_sample_frames"})],
-        return_metadata=True, do_sample_frames=False, do_resize=False, return_tensors="pt",
-    )
-    rebuilt = build_prompt(processor, messages, [again])
-    assert rebuilt.text == prompt.text and torch.equal(rebuilt.input_ids, prompt.input_ids)
+    again = processed_as_vllm_does(processor, request)
+    assert again["input_ids"][0].tolist() == prompt.input_ids.tolist()
     for key in prompt.mm:
-        assert torch.equal(rebuilt.mm[key], prompt.mm[key]), key
+        assert torch.equal(again[key], prompt.mm[key]), key

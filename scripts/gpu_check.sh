@@ -3,8 +3,8 @@
 # the HF engine on a random-init ~0.4B Qwen2.5-VL, bf16 + sdpa, cache vs live media. Needs torch
 # (CUDA), transformers and evr1's small dependencies; nothing is downloaded. Writes the figures to
 # $OUT/gpu_check.json (default docs/) and prints the table. Extra arguments go to gpu_check.py
-# (`--tiny` runs it on CPU with the tiny test model). WHEELS=dir installs missing small packages
-# from a local folder of wheels (no network).
+# (`--tiny` runs it on CPU with the tiny test model). On the lent GPU machine, run it through
+# scripts/device_check.sh, which brings the missing packages (docs/gpu.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -18,12 +18,8 @@ print(" ".join(pkg for mod, pkg in need.items() if importlib.util.find_spec(mod)
 PY
 )
 if [ -n "$missing" ]; then
-  if [ -n "${WHEELS:-}" ]; then
-    "$PY" -m pip install --no-index --find-links "$WHEELS" $missing
-  else
-    echo "gpu_check: missing packages: $missing (set WHEELS=<folder of wheels> to install them offline)" >&2
-    exit 2
-  fi
+  echo "gpu_check: missing packages: $missing (on the lent GPU machine use scripts/device_check.sh: docs/gpu.md)" >&2
+  exit 2
 fi
 "$PY" -c "import evr1" 2>/dev/null || export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true

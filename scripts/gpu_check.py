@@ -60,7 +60,8 @@ class Setup:
 
 MID = Setup(  # ~0.4B parameters: a 12-layer 1024-wide LM and a 12-layer 1024-wide vision tower
     model=TinyModel(name="gpucheck-qwen2.5-vl", family="qwen2.5-vl", hidden=1024, layers=12, heads=16,
-                    vision_width=1024, vision_depth=12, vocab_size=4096, max_patches=1024),
+                    vision_width=1024, vision_depth=12, vocab_size=4096, max_patches=1024,
+                    extra={"vision": {"num_heads": 16}}),  # 64-wide heads, as the real towers
     canvas=Canvas(width=448, height=448, fps=4.0, frames=16),
     video=VideoSpec(fps=2.0, max_frames=16, min_pixels=64 * 28 * 28, max_pixels=256 * 28 * 28),
     image=ImageSpec(max_pixels=256 * 28 * 28),

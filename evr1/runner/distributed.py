@@ -64,10 +64,21 @@ def world_size() -> int:
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
+def _collective_device() -> str:
+    """Where the default group's backend takes tensors: NCCL only CUDA ones, gloo CPU ones."""
+    return "cuda" if dist.get_backend() == "nccl" else "cpu"
+
+
 def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
-    """Sum `values` over all workers, in place (a no-op with a single worker)."""
+    """Sum `values` over all workers, in place, wherever they live (a no-op with a single worker)."""
     if world_size() > 1:
-        dist.all_reduce(values, op=dist.ReduceOp.SUM)
+        device = _collective_device()
+        if values.device.type == device:
+            dist.all_reduce(values, op=dist.ReduceOp.SUM)
+        else:
+            moved = values.to(device)
+            dist.all_reduce(moved, op=dist.ReduceOp.SUM)
+            values.copy_(moved)
     return values
 
 
@@ -111,8 +122,7 @@ def all_reduce_max(value: int) -> int:
     """The largest `value` over all workers."""
     if world_size() == 1:
         return value
-    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
-    tensor = torch.tensor([value], dtype=torch.int64, device=device)
+    tensor = torch.tensor([value], dtype=torch.int64, device=_collective_device())
     dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
     return int(tensor.item())
 

@@ -1,24 +1,27 @@
 """Offline-online mixers (registry `mixers`): curated trajectories take slots in on-policy groups.
 
 An offline trajectory is tokenised exactly as the policy would have produced it (the response
-text, then the end-of-turn token), truncated to the response budget, and flagged `offline` so
-the loss treats it as off-policy data: its behaviour log-probs are the given ones (the record's
+text, then the end-of-turn token), truncated to the response budget (then rewarded on the text of
+the tokens it keeps, like an online response cut there), and flagged `offline` so the loss
+treats it as off-policy data: its behaviour log-probs are the given ones (the record's
 `offline_logprobs`, or a curated file's `logprobs`) when known, else NaN, never the current
 policy's. Given log-probs must be of the distribution the learner scores: `log_softmax(logits / T)`
 at the run's `rollout.temperature`, without top-k/top-p.
 
 Offline responses come from the records' `offline_response`, or from `MixerSpec.file`, a JSONL
 of curated responses, several per record id. Three placements of k offline per group of n:
-`offline_k` (always), `offline_k_threshold` (only groups whose on-policy accuracy is below a
-threshold: n are sampled and scored, and k of them are replaced), `offline_k_decay` (k decays
-linearly to 0 over `decay_steps`).
+`offline_k` (always), `offline_k_threshold` (only groups whose on-policy accuracy, over the
+responses their reward applies to, is below a threshold: n are sampled and scored, and k of them
+are replaced), `offline_k_decay` (k decays linearly to 0 over `decay_steps`).
 
 Every mixer is a pure function of the step number, the data and the step's rollouts (which
 curated response is used rotates with the step), so it has no state to checkpoint: a resumed
 run mixes exactly like an uninterrupted one.
 
-Built with `MIXERS.get(name)(spec, n, records=train_records)`; the driver calls
-`online_count(record, step)` (responses to sample), then `mix(...)`.
+Built with `MIXERS.get(name)(spec, n, records=train_records, tokenizer=..., stop_token_id=...,
+max_tokens=rollout.max_response_tokens)`, which tokenises every offline response once and checks
+them all (one error lists every response whose log-probs do not match its tokens); the driver
+then calls `online_count(record, step)` (responses to sample), then `mix(...)`.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,44 +63,49 @@ class Trajectory:
 
 @dataclass(frozen=True)
 class OfflineResponse:
-    """A curated response, its behaviour log-probs if known, and where it came from (for errors)."""
+    """A curated response, its behaviour log-probs if known, and where it came from (for errors):
+    `origin` ("record 'x'" or "curated.jsonl:3 (record 'x')") and the names of its two fields there."""
 
     text: str
     logprobs: tuple[float, ...] | None
-    origin: str  # "record 'x'" or "curated.jsonl:3 (record 'x')"
+    origin: str
+    text_field: str = "offline_response"
+    logprobs_field: str = "offline_logprobs"
+
+    @classmethod
+    def of_record(cls, record: Record) -> OfflineResponse:
+        """The record's own `offline_response` (and `offline_logprobs`)."""
+        given = tuple(record.offline_logprobs) if record.offline_logprobs is not None else None
+        return cls(record.offline_response, given, f"record {record.id!r}")  # type: ignore[arg-type]
 
 
 def tokenise(response: OfflineResponse, prompt_index: int, tokenizer: Any, stop_token_id: int, max_tokens: int) -> Trajectory:
-    """Response text tokens + the stop token, truncated to `max_tokens` (then finish_reason "length")."""
+    """Response text tokens + the stop token, truncated to `max_tokens` (then finish_reason "length").
+
+    A truncated response's `text` is its kept tokens decoded without special tokens, as an online
+    response cut at the budget is, so it is rewarded on what it is trained on.
+    """
     ids = list(tokenizer(response.text, add_special_tokens=False)["input_ids"])
     logprobs = [math.nan] * (len(ids) + 1)
     if response.logprobs is not None:
         given = response.logprobs
         if len(given) not in (len(ids), len(ids) + 1):
             raise Evr1Error(
-                f"{response.origin}: offline_logprobs has {len(given)} values but offline_response is"
+                f"{response.origin}: {response.logprobs_field} has {len(given)} values but {response.text_field} is"
                 f" {len(ids)} tokens (+1 for the stop token) with this model's tokenizer"
             )
         logprobs[: len(given)] = given
     ids.append(stop_token_id)
-    finish: Literal["stop", "length"] = "stop" if len(ids) <= max_tokens else "length"
+    cut = len(ids) > max_tokens
     ids, logprobs = ids[:max_tokens], logprobs[:max_tokens]
     return Trajectory(
         prompt_index=prompt_index,
         token_ids=torch.tensor(ids, dtype=torch.long),
         logprobs=torch.tensor(logprobs, dtype=torch.float32),
-        finish_reason=finish,
-        text=response.text,
+        finish_reason="length" if cut else "stop",
+        text=tokenizer.decode(ids, skip_special_tokens=True) if cut else response.text,
         offline=True,
     )
-
-
-def offline_trajectory(record: Record, prompt_index: int, tokenizer: Any, stop_token_id: int, max_tokens: int) -> Trajectory:
-    """The record's `offline_response` as response tokens: text tokens + stop token, truncated."""
-    if record.offline_response is None:
-        raise Evr1Error(f"record {record.id!r} has no offline_response to mix in")
-    given = tuple(record.offline_logprobs) if record.offline_logprobs is not None else None
-    return tokenise(OfflineResponse(record.offline_response, given, f"record {record.id!r}"), prompt_index, tokenizer, stop_token_id, max_tokens)
 
 
 def read_curated(path: str | Path, record_ids: set[str]) -> dict[str, list[OfflineResponse]]:
@@ -127,28 +135,52 @@ def read_curated(path: str | Path, record_ids: set[str]) -> dict[str, list[Offli
             isinstance(logprobs, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in logprobs)
         ):
             raise Evr1Error(f'{where}: "logprobs" must be a list of numbers')
-        out.setdefault(rid, []).append(OfflineResponse(row["response"], None if logprobs is None else tuple(map(float, logprobs)), where))
+        given = None if logprobs is None else tuple(map(float, logprobs))
+        out.setdefault(rid, []).append(OfflineResponse(row["response"], given, where, "response", "logprobs"))
     if not out:
         raise ConfigError(f"mixer.file {str(path)!r} holds no curated responses")
     return out
 
 
 class OfflineSource:
-    """Where a record's offline responses come from: the curated file if given, else the record."""
+    """Every record's offline responses, tokenised once: the curated file's if given, else the records' own.
 
-    def __init__(self, spec: MixerSpec, records: Sequence[Record]) -> None:
-        self.curated = read_curated(spec.file, {r.id for r in records}) if spec.file else None
+    All are checked up front; one `Evr1Error` lists every response whose log-probs do not match
+    its tokens (file:line or record id, and the field), so none can stop a run mid-way.
+    """
+
+    def __init__(
+        self, spec: MixerSpec, records: Sequence[Record], tokenizer: Any, stop_token_id: int, max_tokens: int
+    ) -> None:
+        if spec.file:
+            responses = read_curated(spec.file, {r.id for r in records})
+        else:
+            responses = {r.id: [OfflineResponse.of_record(r)] for r in records if r.offline_response is not None}
+        self.tokenised: dict[str, list[Trajectory]] = {}
+        problems = []
+        for rid, options in responses.items():
+            for response in options:
+                try:
+                    trajectory = tokenise(response, 0, tokenizer, stop_token_id, max_tokens)
+                except Evr1Error as exc:
+                    problems.append(str(exc))
+                    continue
+                self.tokenised.setdefault(rid, []).append(trajectory)
+        if problems:
+            total = sum(map(len, responses.values()))
+            raise Evr1Error(
+                f"{len(problems)} of {total} offline responses do not match their log-probs (fix them or drop"
+                " the log-probs):\n  "
+                + "\n  ".join(problems)
+            )
 
     def has(self, record: Record) -> bool:
-        return record.id in self.curated if self.curated is not None else record.offline_response is not None
+        return record.id in self.tokenised
 
-    def pick(self, record: Record, k: int, step: int) -> list[OfflineResponse]:
-        """k responses for this record at this step (a file's responses rotate from step to step)."""
-        if self.curated is None:
-            given = tuple(record.offline_logprobs) if record.offline_logprobs is not None else None
-            return [OfflineResponse(record.offline_response, given, f"record {record.id!r}")] * k  # type: ignore[arg-type]
-        options = self.curated[record.id]
-        return [options[(step * k + j) % len(options)] for j in range(k)]
+    def pick(self, record: Record, k: int, step: int, prompt_index: int) -> list[Trajectory]:
+        """k trajectories for this record at this step (several curated responses rotate from step to step)."""
+        options = self.tokenised[record.id]
+        return [replace(options[(step * k + j) % len(options)], prompt_index=prompt_index) for j in range(k)]
 
 
 def _metrics(groups: Sequence[Sequence[Trajectory]], mixed: int, truncated: int, **extra: float) -> dict[str, float]:
@@ -169,7 +201,10 @@ class _Mixer:
     uses_online_scores = False  # True: `mix` needs the online responses' accuracies
     own_fields: tuple[str, ...] = ()
 
-    def __init__(self, spec: MixerSpec, n: int, *, records: Sequence[Record] = ()) -> None:
+    def __init__(
+        self, spec: MixerSpec, n: int, *, records: Sequence[Record] = (), tokenizer: Any, stop_token_id: int,
+        max_tokens: int,
+    ) -> None:
         if not 0 < spec.k < n:
             raise ConfigError(f"mixer {self.name} needs 0 < k < rollout.n, got k={spec.k}, n={n}")
         for field in ("threshold", "decay_steps"):
@@ -178,10 +213,7 @@ class _Mixer:
             if field not in self.own_fields and getattr(spec, field) is not None:
                 raise ConfigError(f"mixer.{field} does not apply to mixer {self.name}")
         self.k, self.n = spec.k, n
-        self.source = OfflineSource(spec, records)
-
-    def _offline(self, record: Record, i: int, k: int, step: int, tokenizer: Any, stop: int, max_tokens: int) -> list[Trajectory]:
-        return [tokenise(r, i, tokenizer, stop, max_tokens) for r in self.source.pick(record, k, step)]
+        self.source = OfflineSource(spec, records, tokenizer, stop_token_id, max_tokens)
 
     @staticmethod
     def _check(record: Record, results: Sequence[Any], expected: int) -> None:
@@ -214,10 +246,7 @@ class OfflineK(_Mixer):
         online: Sequence[Sequence[Any]],
         *,
         step: int,
-        tokenizer: Any,
-        stop_token_id: int,
-        max_tokens: int,
-        online_scores: Sequence[Sequence[float]] | None = None,
+        online_scores: Sequence[Sequence[float | None]] | None = None,
     ) -> tuple[list[list[Trajectory]], dict[str, float]]:
         """Groups of n trajectories (online first, then offline) and the mixer's metrics."""
         groups, truncated, mixed, k = [], 0, 0, self.k_at(step)
@@ -225,7 +254,7 @@ class OfflineK(_Mixer):
             self._check(record, results, self.online_count(record, step))
             group = [Trajectory.online(r) for r in results]
             if len(group) < self.n:
-                extra = self._offline(record, i, k, step, tokenizer, stop_token_id, max_tokens)
+                extra = self.source.pick(record, k, step, i)
                 truncated += sum(t.finish_reason == "length" for t in extra)
                 mixed += 1
                 group += extra
@@ -240,8 +269,8 @@ class OfflineKDecay(OfflineK):
     name = "offline_k_decay"
     own_fields = ("decay_steps",)
 
-    def __init__(self, spec: MixerSpec, n: int, *, records: Sequence[Record] = ()) -> None:
-        super().__init__(spec, n, records=records)
+    def __init__(self, spec: MixerSpec, n: int, **kwargs: Any) -> None:
+        super().__init__(spec, n, **kwargs)
         self.decay_steps = int(spec.decay_steps)  # type: ignore[arg-type]
 
     def k_at(self, step: int) -> int:
@@ -262,8 +291,8 @@ class OfflineKThreshold(_Mixer):
     uses_online_scores = True
     own_fields = ("threshold",)
 
-    def __init__(self, spec: MixerSpec, n: int, *, records: Sequence[Record] = ()) -> None:
-        super().__init__(spec, n, records=records)
+    def __init__(self, spec: MixerSpec, n: int, **kwargs: Any) -> None:
+        super().__init__(spec, n, **kwargs)
         self.threshold = float(spec.threshold)  # type: ignore[arg-type]
 
     def online_count(self, record: Record, step: int) -> int:
@@ -275,21 +304,23 @@ class OfflineKThreshold(_Mixer):
         online: Sequence[Sequence[Any]],
         *,
         step: int,
-        tokenizer: Any,
-        stop_token_id: int,
-        max_tokens: int,
-        online_scores: Sequence[Sequence[float]] | None = None,
+        online_scores: Sequence[Sequence[float | None]] | None = None,
     ) -> tuple[list[list[Trajectory]], dict[str, float]]:
-        """Groups of n: low groups keep their first n - k online responses, then k offline."""
+        """Groups of n: low groups keep their first n - k online responses, then k offline.
+
+        A group's accuracy is the mean over its applicable scores (None: the reward does not apply);
+        a group without any is not judged, so not mixed.
+        """
         if online_scores is None:
             raise Evr1Error(f"mixer {self.name} needs the online responses' accuracies (online_scores)")
         groups, truncated, mixed, unmixed = [], 0, 0, 0
         for i, (record, results, scores) in enumerate(zip(records, online, online_scores, strict=True)):
             self._check(record, results, self.n)
             group = [Trajectory.online(r) for r in results]
-            if sum(scores) / len(scores) < self.threshold:
+            applicable = [s for s in scores if s is not None]
+            if applicable and sum(applicable) / len(applicable) < self.threshold:
                 if self.source.has(record):
-                    extra = self._offline(record, i, self.k, step, tokenizer, stop_token_id, max_tokens)
+                    extra = self.source.pick(record, self.k, step, i)
                     truncated += sum(t.finish_reason == "length" for t in extra)
                     mixed += 1
                     group = group[: self.n - self.k] + extra

@@ -86,14 +86,19 @@ class Trainer:
         self.train = train_split(exp.data)
         self.vals = val_splits(exp.data)
         self.processor = load_processor(exp.model)
+        tokenizer = self.processor.tokenizer
+        self.mixer = None  # built (every offline response tokenised and checked) before the cache and the workers
+        if exp.mixer.name:
+            stop = int(tokenizer.convert_tokens_to_ids(tokenizer.eos_token))
+            self.mixer = MIXERS.get(exp.mixer.name)(
+                exp.mixer, exp.rollout.n, records=self.train.records, tokenizer=tokenizer, stop_token_id=stop,
+                max_tokens=exp.rollout.max_response_tokens,
+            )
         if exp.data.cache.path is not None and exp.data.cache.mode != "bypass":
             self.build_cache()
         modalities = [r.modality for r in self.train.records]
         sampler_name = exp.data.sampler or ("modality" if exp.data.modality_ratio else "uniform")
         self.sampler = SAMPLERS.get(sampler_name)(modalities, seed=exp.trainer.seed, ratios=exp.data.modality_ratio)
-        self.mixer = MIXERS.get(exp.mixer.name)(exp.mixer, exp.rollout.n, records=self.train.records) if exp.mixer.name else None
-        tokenizer = self.processor.tokenizer
-        self.stop_token_id = int(tokenizer.convert_tokens_to_ids(tokenizer.eos_token))
         self.router = RewardRouter(exp.reward)  # metrics only; scoring runs in the reward workers
         self.kl = None  # the KL penalty on rewards is the driver's; a KL loss term is the learner's
         if exp.algo.kl.enabled and exp.algo.kl.as_reward_penalty:
@@ -195,8 +200,9 @@ class Trainer:
         return inputs, outputs
 
     def online_accuracy(self, records: Sequence[Any], online: Sequence[Sequence[Any]], step: int,
-                        shown: Mapping[str, Any] | None = None) -> tuple[list[list[float]], dict]:
-        """Accuracy (else score) of each online response, per group, for a mixer that decides on it.
+                        shown: Mapping[str, Any] | None = None) -> tuple[list[list[float | None]], dict]:
+        """Accuracy (else score) of each online response, per group, for a mixer that decides on it;
+        None where the reward does not apply to the response.
 
         Also returns the reward outputs by (group, response index), so the responses the mixer keeps
         are not scored (nor a remote judge asked) a second time.
@@ -204,10 +210,10 @@ class Trainer:
         flat = [(g, j, r) for g, group in enumerate(online) for j, r in enumerate(group)]
         ids = [f"{records[g].id}#{k}" for k, (g, _, _) in enumerate(flat)]
         _, outputs = self.score([records[g] for g, _, _ in flat], [r.text for _, _, r in flat], ids, step, shown)
-        scores: list[list[float]] = [[] for _ in online]
+        scores: list[list[float | None]] = [[] for _ in online]
         scored = {}
         for (g, j, r), out in zip(flat, outputs):
-            scores[g].append(out.components.get("accuracy", out.score))
+            scores[g].append(out.components.get("accuracy", out.score) if out.applicable else None)
             scored[(g, j)] = (r.text, out)
         return scores, scored
 
@@ -277,10 +283,7 @@ class Trainer:
             if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
                 with timer("reward"):
                     online_scores, scored = self.online_accuracy(records, online, step, shown)
-            groups, mixed = self.mixer.mix(
-                records, online, step=step, online_scores=online_scores, tokenizer=self.processor.tokenizer,
-                stop_token_id=self.stop_token_id, max_tokens=exp.rollout.max_response_tokens,
-            )
+            groups, mixed = self.mixer.mix(records, online, step=step, online_scores=online_scores)
             metrics.update(mixed)
         else:
             groups, scored = [[Trajectory.online(r) for r in g] for g in online], None
@@ -499,8 +502,8 @@ def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: Exper
     started = time.time()
     trainer = None
     try:
+        trainer = Trainer(exp, run_dir, source)  # data, cache and offline responses checked before Ray starts
         with ray_session(exp.resources):
-            trainer = Trainer(exp, run_dir, source)
             rows = trainer.fit(resume=resume)
     except KeyboardInterrupt:
         print(interrupted_message(Path(run_dir), trainer.current_step if trainer else 0), file=sys.stderr)

@@ -1,15 +1,14 @@
-"""`evr1 rewards score FILE` and `evr1 rewards describe NAME`."""
+"""`evr1 rewards score FILE`, `evr1 rewards describe NAME` and `evr1 rewards routes`."""
 
 from __future__ import annotations
 
-import ast
 import json
 import logging
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -23,71 +22,122 @@ err_console = Console(stderr=True, highlight=False, markup=False, soft_wrap=True
 MAX_ERRORS_SHOWN = 10
 
 
-def _literal(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
+ExperimentOption = Annotated[
+    str | None,
+    typer.Option(
+        "--experiment", "-e",
+        help="NAME[:VARIANT] or a .py file, found as `evr1 run` finds it: imported first (so the rewards it registers"
+        " exist) and its reward settings are the defaults.",
+    ),
+]  # fmt: skip
 
 
-def build_spec(settings: list[str], routes: list[str]):
-    """A RewardSpec from `path=value` settings (dotted for sub-specs) and `type=reward` routes."""
-    from pydantic import ValidationError
+def _root(reward: Any) -> Any:
+    """The root `--set reward.PATH=VALUE` paths start from (only ever a Fiddle config, never called)."""
+    return reward
 
-    from evr1.experiment import format_validation_error
+
+def build_spec(settings: list[str], routes: list[str], experiment: str | None = None):
+    """A RewardSpec from `[reward.]path=value` settings (dotted for sub-specs) and `type=reward` routes,
+    on top of experiment `experiment`'s reward settings when one is named (defaults otherwise).
+
+    Settings are applied as `evr1 run --set` applies them: unknown fields get a "Did you mean"."""
+    import fiddle as fdl
+
+    from evr1.experiment import apply_overrides, build, share_instances
     from evr1.specs import RewardSpec
 
-    data: dict[str, Any] = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set expects PATH=VALUE, got {item!r}")
-        *parents, leaf = key.strip().split(".")
-        node = data
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = _literal(value)
-    for item in routes:
-        problem_type, sep, name = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--route expects TYPE=REWARD, got {item!r}")
-        data.setdefault("routes", {})[problem_type.strip()] = name.strip()
+    reward: Any = fdl.Config(RewardSpec)
+    if experiment is not None:
+        from evr1.experiment_files import load_config
+
+        cfg, _ = load_config(experiment)  # imports the experiment file: its plugins register
+        reward = cfg.__arguments__.get("reward", reward)
+    root = fdl.Config(_root, reward=reward)
+    share_instances(root)  # a RewardSpec instance in the experiment becomes an editable Config
+    apply_overrides(root, [item if item.strip().startswith("reward.") else f"reward.{item.strip()}" for item in settings])
+    if routes:
+        table = dict(root.reward.__arguments__.get("routes", {}))
+        for item in routes:
+            problem_type, sep, name = item.partition("=")
+            if not sep or not problem_type.strip() or not name.strip():
+                raise ConfigError(f"--route expects TYPE=REWARD, got {item!r}")
+            table[problem_type.strip()] = name.strip()
+        root.reward.routes = table
     try:
-        return RewardSpec.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, "reward")) from None
+        return build(root)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}{_experiment_hint(str(exc), experiment)}") from None
+
+
+def _experiment_hint(message: str, experiment: str | None) -> str:
+    """A pointer to `--experiment` for an unknown reward name, when no experiment was imported."""
+    if experiment is None and "unknown rewards name" in message:
+        return "\n(a reward registered in an experiment file exists only once that file is imported: pass --experiment NAME)"
+    return ""
+
+
+def import_experiment(name: str) -> None:
+    """Import experiment NAME[:VARIANT] (a file, a registered experiment, a module) as `evr1 run` finds it,
+    so that the components it registers exist in this process."""
+    from evr1.experiment_files import resolve
+
+    resolve(name)
 
 
 @app.command()
 def score(
     file: Annotated[Path, typer.Argument(help="JSONL/JSON of {response, record} pairs (or records with a 'response').")],
-    settings: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="RewardSpec field: PATH=VALUE, e.g. format=partial, judge.base_url=...")] = None,
-    routes: Annotated[Optional[list[str]], typer.Option("--route", help="TYPE=REWARD, e.g. open_ended=open_ended_judge.")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Write one JSON line per sample (score, components, error).")] = None,
+    settings: Annotated[list[str] | None, typer.Option("--set", "-s", help="RewardSpec field: [reward.]PATH=VALUE, e.g. format=partial, judge.base_url=...")] = None,
+    routes: Annotated[list[str] | None, typer.Option("--route", help="TYPE=REWARD, e.g. open_ended=open_ended_judge.")] = None,
+    experiment: ExperimentOption = None,
+    out: Annotated[Path | None, typer.Option(help="Write one JSON line per sample (score, components, error).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON instead of a table.")] = False,
 ) -> None:
-    """Score a file of (response, record) pairs and print a per-type summary."""
-    from evr1.rewards.jsonl import score_file
-    from evr1.rewards.router import RewardScoringError
+    """Score a file of (response, record) pairs and print a per-type summary.
 
-    spec = build_spec(settings or [], routes or [])
+    Every readable line is scored; every unreadable one is reported (file:line, field, record) and
+    makes the exit status 2."""
+    from evr1.rewards.router import RewardRouter, RewardScoringError
+
+    spec = build_spec(settings or [], routes or [], experiment)
+    from evr1.rewards.jsonl import read_pairs
+
+    inputs, problems = read_pairs(file)
+    if not inputs and not problems:
+        raise ConfigError(f"{file}: holds no (response, record) pairs (the file is empty)")
     try:
         with _router_log_silenced(), _cli_setting_names():
-            scored = score_file(file, spec)
+            router = RewardRouter(spec)
+            outputs = router.score(inputs) if inputs else []
     except RewardScoringError as exc:
         err_console.print(str(exc))
         raise typer.Exit(1) from None
+    if inputs:
+        _report(router, inputs, outputs, out, as_json)
+    for problem in problems:
+        err_console.print(str(problem))
+    if problems:
+        lines = len({(p.file, p.line) for p in problems})
+        err_console.print(f"{lines} line(s) of {file} could not be read" + (" and were not scored" if inputs else "; nothing was scored"))
+        raise typer.Exit(2)
+
+
+def _report(router: Any, inputs: list[Any], outputs: list[Any], out: Path | None, as_json: bool) -> None:
+    """The metrics (table or JSON), the per-sample rows (`out`), and the scorers' errors."""
     if out is not None:
         with out.open("w", encoding="utf-8") as f:
-            for inp, o in zip(scored.inputs, scored.outputs):
+            for inp, o in zip(inputs, outputs):
                 row = {"sample_id": inp.sample_id, "problem_type": inp.problem_type.value, "score": o.score,
                        "components": o.components, "error": o.error, "applicable": o.applicable}  # fmt: skip
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    metrics = router.metrics(inputs, outputs)
     if as_json:
-        print(json.dumps(scored.metrics, indent=2, sort_keys=True))
+        print(json.dumps(metrics, indent=2, sort_keys=True))
     else:
-        console.print(summary_table(scored.metrics, scored.routes))
-    failed = [o.error for o in scored.outputs if o.error]
+        routes = {t.value: router.route(t) for t in {inp.problem_type for inp in inputs}}
+        console.print(summary_table(metrics, routes))
+    failed = [o.error for o in outputs if o.error]
     for error in failed[:MAX_ERRORS_SHOWN]:
         err_console.print(error)
     if len(failed) > MAX_ERRORS_SHOWN:
@@ -139,11 +189,21 @@ def summary_table(metrics: dict[str, float], routes: dict[str, str]) -> Table:
 
 
 @app.command()
-def describe(name: Annotated[str, typer.Argument(help="A registered reward, e.g. multiple_choice or acme/st_iou.")]) -> None:
+def describe(
+    name: Annotated[str, typer.Argument(help="A registered reward, e.g. multiple_choice or acme/st_iou.")],
+    experiment: ExperimentOption = None,
+) -> None:
     """Where a reward lives, what it does, and its scoring policy."""
     import inspect
 
-    from evr1.registry import REWARDS
+    from evr1.registry import REWARDS, UnknownNameError
+
+    if experiment is not None:
+        import_experiment(experiment)
+    try:
+        REWARDS.canonical(name)
+    except UnknownNameError as exc:
+        raise ConfigError(f"{exc}{_experiment_hint(str(exc), experiment)}") from None
 
     description = REWARDS.describe(name)
     target = inspect.unwrap(REWARDS.get(name))
@@ -162,12 +222,13 @@ def describe(name: Annotated[str, typer.Argument(help="A registered reward, e.g.
 
 @app.command("routes")
 def show_routes(
-    routes: Annotated[Optional[list[str]], typer.Option("--route", help="TYPE=REWARD overrides.")] = None,
+    routes: Annotated[list[str] | None, typer.Option("--route", help="TYPE=REWARD overrides.")] = None,
+    experiment: ExperimentOption = None,
 ) -> None:
     """The reward each problem type is routed to."""
     from evr1.rewards.router import RewardRouter
 
-    router = RewardRouter(build_spec([], routes or []))
+    router = RewardRouter(build_spec([], routes or [], experiment))
     table = Table(show_header=True, box=None)
     table.add_column("problem type")
     table.add_column("reward")

@@ -1,26 +1,91 @@
 """The named registries of evr1. Each discovers plugins in the entry-point group `evr1.<name>`.
 
 Built-in components register themselves in the modules listed here, which are imported on the
-first lookup (never at `import evr1`).
+first lookup (never at `import evr1`). Each registry whose entries evr1 calls checks, when an
+entry is registered, that it accepts the call evr1 makes (`CONVENTIONS`, documented in
+docs/plugins.md): a wrong signature fails at registration, naming the problem, not at step 1.
 """
 
 from evr1.registry.base import (
+    Convention,
     Description,
     DuplicateNameError,
     RegistrationError,
     Registry,
     UnknownNameError,
+    call_problems,
+    called_as,
     is_instance_of,
     requires_params,
 )
 
-REWARDS: Registry = Registry("rewards", builtin_modules=["evr1.rewards.builtin"])
-ADVANTAGES: Registry = Registry("advantages", builtin_modules=["evr1.algos.advantages"])
-POLICY_LOSSES: Registry = Registry("policy_losses", builtin_modules=["evr1.algos.losses"])
-MIXERS: Registry = Registry("mixers", builtin_modules=["evr1.data.mixers"])
-SAMPLERS: Registry = Registry("samplers", builtin_modules=["evr1.data.samplers"])
-ENGINES: Registry = Registry("engines", builtin_modules=["evr1.engines.builtin"])
-MODELS: Registry = Registry("models", builtin_modules=["evr1.models.builtin"])
+# How evr1 calls each registry's entries (the call sites: evr1/rewards/execution.py,
+# evr1/runner/advantages.py, evr1/runner/learner.py, evr1/runner/train.py, evr1/runner/actors.py,
+# evr1/eval/lmms/model.py, evr1/models/loading.py).
+CONVENTIONS: dict[str, Convention] = {
+    "rewards": Convention("fn(inputs, spec) -> list (or @per_sample fn(input, spec))", positional=("inputs", "spec")),
+    "advantages": Convention(
+        "fn(scores, group_ids, response_mask, *, spec, offline=None) -> Tensor[B, T]",
+        positional=("scores", "group_ids", "response_mask"),
+        keywords=("spec", "offline"),
+    ),
+    "policy_losses": Convention(
+        "fn(logprobs, old_logprobs, advantages, response_mask, *, spec, normaliser, offline=None,"
+        " behaviour_logprobs=None, ref_logprobs=None, entropy=None, kl_coef=None) -> (loss, metrics)",
+        positional=("logprobs", "old_logprobs", "advantages", "response_mask"),
+        keywords=("spec", "normaliser", "offline", "entropy", "kl_coef"),
+        sometimes=("behaviour_logprobs", "ref_logprobs"),
+    ),
+    "mixers": Convention(
+        "class Mixer(spec, n, *, records, tokenizer, stop_token_id, max_tokens) with"
+        " online_count(record, step), mix(records, online, *, step, online_scores), uses_online_scores",
+        positional=("spec", "n"),
+        keywords=("records", "tokenizer", "stop_token_id", "max_tokens"),
+        methods=("online_count", "mix"),
+    ),
+    "samplers": Convention(
+        "class Sampler(modalities, *, seed, ratios) with sample(count), state_dict(), load_state_dict(state)",
+        positional=("modalities",),
+        keywords=("seed", "ratios"),
+        methods=("sample", "state_dict", "load_state_dict"),
+    ),
+    "engines": Convention(
+        "class Engine with classmethod from_spec(model, rollout, *, device=...), generate(prompts, params),"
+        " load_weights(weights), sync_from(model), version",
+        positional=("model", "rollout"),
+        sometimes=("device",),
+        through="from_spec",
+        methods=("from_spec", "generate", "load_weights", "sync_from"),
+    ),
+    "models": Convention(
+        "an object with materialize(cache_dir) -> Path (and optionally family)",
+        positional=("cache_dir",),
+        through="materialize",
+        methods=("materialize",),
+    ),
+}
+
+REWARDS: Registry = Registry(
+    "rewards", builtin_modules=["evr1.rewards.builtin"], check=called_as(CONVENTIONS["rewards"])
+)
+ADVANTAGES: Registry = Registry(
+    "advantages", builtin_modules=["evr1.algos.advantages"], check=called_as(CONVENTIONS["advantages"])
+)
+POLICY_LOSSES: Registry = Registry(
+    "policy_losses", builtin_modules=["evr1.algos.losses"], check=called_as(CONVENTIONS["policy_losses"])
+)
+MIXERS: Registry = Registry(
+    "mixers", builtin_modules=["evr1.data.mixers"], check=called_as(CONVENTIONS["mixers"])
+)
+SAMPLERS: Registry = Registry(
+    "samplers", builtin_modules=["evr1.data.samplers"], check=called_as(CONVENTIONS["samplers"])
+)
+ENGINES: Registry = Registry(
+    "engines", builtin_modules=["evr1.engines.builtin"], check=called_as(CONVENTIONS["engines"])
+)
+MODELS: Registry = Registry(
+    "models", builtin_modules=["evr1.models.builtin"], check=called_as(CONVENTIONS["models"])
+)
 BENCHMARKS: Registry = Registry("benchmarks", builtin_modules=["evr1.eval.benchmarks"])
 EXPERIMENTS: Registry = Registry("experiments")
 
@@ -32,6 +97,7 @@ REGISTRIES: dict[str, Registry] = {
 __all__ = [
     "ADVANTAGES",
     "BENCHMARKS",
+    "CONVENTIONS",
     "ENGINES",
     "EXPERIMENTS",
     "MIXERS",
@@ -40,11 +106,14 @@ __all__ = [
     "REGISTRIES",
     "REWARDS",
     "SAMPLERS",
+    "Convention",
     "Description",
     "DuplicateNameError",
     "RegistrationError",
     "Registry",
     "UnknownNameError",
+    "call_problems",
+    "called_as",
     "is_instance_of",
     "requires_params",
 ]

@@ -55,7 +55,7 @@ def requires_params(*params: str) -> Check:
 
     def check(name: str, obj: Any) -> None:
         if not callable(obj):
-            raise RegistrationError(f"{name!r} must be callable, got {type(obj).__name__}")
+            raise RegistrationError(f"must be callable, got {type(obj).__name__}")
         try:
             sig = inspect.signature(obj)
         except (TypeError, ValueError):
@@ -63,7 +63,7 @@ def requires_params(*params: str) -> Check:
         has_var_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
         missing = [p for p in params if p not in sig.parameters and not has_var_kw]
         if missing:
-            raise RegistrationError(f"{name!r} must accept parameter(s) {', '.join(missing)}; its signature is {sig}")
+            raise RegistrationError(f"must accept parameter(s) {', '.join(missing)}; its signature is {sig}")
 
     return check
 
@@ -74,7 +74,90 @@ def is_instance_of(*types: type) -> Check:
     def check(name: str, obj: Any) -> None:
         if not isinstance(obj, types):
             expected = " or ".join(t.__name__ for t in types)
-            raise RegistrationError(f"{name!r} must be a {expected}, got {type(obj).__name__}")
+            raise RegistrationError(f"must be a {expected}, got {type(obj).__name__}")
+
+    return check
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How evr1 calls a registry's entries, checked when one is registered (see `called_as`).
+
+    `positional`: the arguments passed by position (their names only document them); `keywords`:
+    passed by name on every call; `sometimes`: passed by name on some calls only, so they need a
+    default; `through`: the attribute that is called (`from_spec` of an engine class) instead of
+    the entry itself; `methods`: attributes the entry must have; `text`: the call as documented.
+    """
+
+    text: str
+    positional: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    sometimes: tuple[str, ...] = ()
+    through: str | None = None
+    methods: tuple[str, ...] = ()
+
+
+def call_problems(sig: inspect.Signature, convention: Convention) -> list[str]:
+    """What stops `sig` from accepting every call described by `convention` (empty when nothing does)."""
+    params = list(sig.parameters.values())
+    var_pos = any(p.kind is p.VAR_POSITIONAL for p in params)
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+    by_position = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    problems = []
+    n = len(convention.positional)
+    if len(by_position) < n and not var_pos:
+        problems.append(f"takes {len(by_position)} positional argument(s), evr1 passes {n} ({', '.join(convention.positional)})")
+    filled = {p.name for p in by_position[:n]}
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    passed = (*convention.keywords, *convention.sometimes)
+    twice = [k for k in passed if k in filled]
+    if twice:
+        problems.append(f"gets {', '.join(twice)} both by position and by name")
+    unexpected = [k for k in passed if k not in named and not var_kw]
+    if unexpected:
+        problems.append(f"unexpected keyword argument(s) {', '.join(unexpected)}")
+    required = [p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    by_name_only = [p.name for p in required if p.kind is p.POSITIONAL_ONLY and p.name not in filled and p.name in passed]
+    if by_name_only:
+        problems.append(f"positional-only parameter(s) {', '.join(by_name_only)} that evr1 passes by name")
+    missing = [p.name for p in required if p.name not in filled and p.name not in passed]
+    if missing:
+        problems.append(f"required parameter(s) {', '.join(missing)} that evr1 never passes")
+    without_default = [p.name for p in required if p.name in convention.sometimes and p.name not in filled]
+    if without_default:
+        problems.append(f"parameter(s) {', '.join(without_default)} need a default (evr1 passes them only sometimes)")
+    if not problems:  # what the rules above miss, Python's own binding reports
+        for keywords in (convention.keywords, passed):
+            try:
+                sig.bind(*convention.positional, **dict.fromkeys(keywords))
+            except TypeError as exc:
+                return [str(exc)]
+    return problems
+
+
+def called_as(convention: Convention) -> Check:
+    """A registration check: the entry (or its `through` attribute) accepts every call evr1 makes,
+    and has the `methods` evr1 uses."""
+
+    def check(name: str, obj: Any) -> None:
+        absent = [m for m in convention.methods if not callable(getattr(obj, m, None))]
+        if absent:
+            raise RegistrationError(f"has no method(s) {', '.join(absent)}. Expected: {convention.text}")
+        target = getattr(obj, convention.through) if convention.through else obj
+        what = convention.through or "it"
+        if not callable(target):
+            raise RegistrationError(f"{what} must be callable, got {type(target).__name__}. Expected: {convention.text}")
+        try:
+            sig = inspect.signature(target)
+        except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+            return
+        problems = call_problems(sig, convention)
+        if problems:
+            label = getattr(target, "__qualname__", None) or type(target).__name__
+            hint = " (add **kwargs to take keywords you do not use)" if any(p.startswith("unexpected") for p in problems) else ""
+            raise RegistrationError(
+                f"{label}{sig} cannot be called the way evr1 calls it: {'; '.join(problems)}. Expected: {convention.text}{hint}"
+            )
 
     return check
 
@@ -150,7 +233,10 @@ class Registry(Generic[T]):
                 " (plain names are reserved for evr1's built-ins)"
             )
         if self._check is not None:
-            self._check(name, obj)
+            try:
+                self._check(name, obj)
+            except RegistrationError as exc:
+                raise RegistrationError(f"cannot register {self.name} {name!r}: {exc}") from None
         with self._lock:
             for key in (name, *aliases):
                 taken = key in self._entries or key in self._aliases
@@ -242,6 +328,10 @@ class Registry(Generic[T]):
         if key in self._pending:
             self._load_entry_point(key)
         return self._entries[key]
+
+    def __getitem__(self, name: str) -> T:
+        """`REG["name"]`: the same as `REG.get("name")`, with the same errors."""
+        return self.get(name)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):

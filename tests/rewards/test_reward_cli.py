@@ -93,3 +93,97 @@ def test_missing_judge_names_the_option_of_this_command(pairs: Path) -> None:
     assert "reward.judge" not in out.stderr
     out = _run(EVR1, "rewards", "score", str(pairs), "--route", "open_ended=open_ended_judge", "--set", "judge.base_url='http://127.0.0.1:9/v1'")
     assert out.returncode == 2 and "pass --set judge.model (" in out.stderr
+
+
+def test_every_good_line_is_scored_and_every_bad_one_reported(tmp_path: Path) -> None:
+    mcq = PAIRS[0]["record"]
+    lines = [
+        json.dumps(PAIRS[0]),
+        json.dumps({"response": 5, "record": {**mcq, "id": "five"}}),
+        "not json",
+        json.dumps({"record": {**mcq, "id": "none"}}),
+        json.dumps({"response": "<answer>A</answer>", "record": {**mcq, "id": "a"}}),
+        json.dumps({"responses": ["<answer>B</answer>", None], "record": {**mcq, "id": "many"}}),
+        json.dumps({"response": "B", "record": {**mcq, "id": "typo", "problem_type": "mcqq"}}),
+    ]
+    bad = tmp_path / "mixed.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    out = _run(EVR1, "rewards", "score", str(bad), "--json", "--set", "format=none")
+    assert out.returncode == 2
+    metrics = json.loads(out.stdout)  # lines 1 and 5 scored: B is right, A is wrong
+    assert metrics["reward/multiple_choice/count"] == 2 and metrics["reward/multiple_choice/accuracy"] == 0.5
+    errors = out.stderr.splitlines()
+    assert f"{bad}:2: field 'response': must be a string, got a number (5) (record 'five')" in errors
+    assert any(e.startswith(f"{bad}:3: ") for e in errors)
+    assert f"{bad}:4: field 'response': missing: each line needs a 'response' string or a 'responses' list (record 'none')" in errors
+    assert f"{bad}:6: field 'responses[1]': must be a string, got null (record 'many')" in errors
+    assert any(e.startswith(f"{bad}:7: field 'problem_type': unknown problem_type 'mcqq'") and "(record 'typo')" in e for e in errors)
+    assert errors[-1] == f"5 line(s) of {bad} could not be read and were not scored"
+
+
+def test_empty_file_is_an_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = _run(EVR1, "rewards", "score", str(empty))
+    assert out.returncode == 2
+    assert f"{empty}: holds no (response, record) pairs (the file is empty)" in out.stderr
+
+
+def test_set_suggests_and_takes_the_reward_prefix(pairs: Path) -> None:
+    out = _run(EVR1, "rewards", "score", str(pairs), "--set", "formt=partial")
+    assert out.returncode == 2 and "has no field 'formt'. Did you mean 'format'?" in out.stderr
+    plain = _run(EVR1, "rewards", "score", str(pairs), "--json", "--set", "format=none")
+    prefixed = _run(EVR1, "rewards", "score", str(pairs), "--json", "--set", "reward.format=none")
+    assert plain.returncode == prefixed.returncode == 0, prefixed.stderr
+    assert json.loads(prefixed.stdout) == json.loads(plain.stdout)
+    assert json.loads(plain.stdout)["reward/multiple_choice/score"] == 1.0  # format none: score = accuracy
+
+
+EXPERIMENT = '''
+import fiddle as fdl
+
+from evr1.experiment import Experiment
+from evr1.registry import REWARDS
+from evr1.rewards import per_sample
+from evr1.specs import RewardSpec
+
+
+@REWARDS.register("clitest/half")
+@per_sample
+def half(inp, spec):
+    """Half marks for everything."""
+    return 0.5
+
+
+def experiment():
+    return fdl.Config(Experiment, name="halfexp", reward=RewardSpec(routes={"numerical": "clitest/half"}, format="none"))
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "halfexp.py").write_text(EXPERIMENT)
+    return tmp_path
+
+
+def _run_in(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=cwd, check=False)
+
+
+def test_experiment_option_imports_its_rewards_and_settings(project: Path, pairs: Path) -> None:
+    out = _run_in(project, EVR1, "rewards", "score", str(pairs), "--route", "numerical=clitest/half")
+    assert out.returncode == 2 and "unknown rewards name 'clitest/half'" in out.stderr and "--experiment" in out.stderr
+    out = _run_in(project, EVR1, "rewards", "score", str(pairs), "--experiment", "halfexp", "--json")
+    assert out.returncode == 0, out.stderr
+    metrics = json.loads(out.stdout)  # the experiment's route and format="none": exactly 0.5 each
+    assert metrics["reward/numerical/score"] == 0.5 and metrics["reward/multiple_choice/score"] == 1.0
+    out = _run_in(project, EVR1, "rewards", "score", str(pairs), "-e", "experiments/halfexp.py", "--json",
+                  "--route", "numerical=numerical", "--set", "reward.format=full")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["reward/numerical/score"] == pytest.approx(0.55)  # three right, 4 wrong; both tagged
+    out = _run_in(project, EVR1, "rewards", "describe", "clitest/half", "--experiment", "halfexp")
+    assert out.returncode == 0, out.stderr
+    assert "Half marks for everything." in out.stdout and "halfexp.py" in out.stdout
+    out = _run_in(project, EVR1, "rewards", "routes", "--experiment", "halfexp")
+    assert any(line.split() == ["numerical", "clitest/half"] for line in out.stdout.splitlines())

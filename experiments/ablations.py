@@ -7,11 +7,12 @@
 - `threshold`: offline answers only in groups whose on-policy accuracy is below 0.5.
 - `decay`: offline answers for the first 100 steps only.
 
-Validation is split by modality (`val_video`, `val_image`): does image data help on video, and
-does a video-only model answer image questions? Those two files are made from the quickstart's
-`val.jsonl` by the command that runs these variants and plots them:
+Validation is on the quickstart's `val.jsonl` (no blanked copy). The command that runs these
+variants and plots them splits it by modality into `OUT/val_splits/quickstart/val_video.jsonl` and
+`val_image.jsonl` (does image data help on video, and does a video-only model answer image
+questions?); `evr1 run ablations:<variant>` alone validates on the whole file:
 
-    python -m evr1.runner.ablations --out runs/ablations --plot docs/ablations.png
+    python -m evr1.runner.ablations --out runs/ablations --plot docs/ablations.png --steps 150 --val-every 25
 """
 
 import fiddle as fdl
@@ -24,10 +25,10 @@ DATA = "data/quickstart"
 
 
 def mixed() -> fdl.Config[Experiment]:
-    """The quickstart (one offline answer per group of 4), validated per modality."""
+    """The quickstart (one offline answer per group of 4), validated on its `val.jsonl` only."""
     cfg, _ = load_config("quickstart")
     cfg.name = "ablations:mixed"
-    cfg.data.val = (f"{DATA}/val_video.jsonl", f"{DATA}/val_image.jsonl")
+    cfg.data.val = (f"{DATA}/val.jsonl",)
     return cfg
 
 

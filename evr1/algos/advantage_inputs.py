@@ -54,18 +54,20 @@ def per_token(advantage: Tensor, response_mask: Tensor) -> Tensor:
 
 
 def normalised_in_groups(values: Tensor, groups: Groups, include: Tensor, scale_std: bool) -> Tensor:
-    """`(x - mean) [/ (scale + EPS)]` per row; mean and std over the group's `include` rows.
+    """`(x - mean) [/ (std + EPS)]` per row: mean over the group's `include` rows, std over the whole group.
 
     0 where the group has no included rows (no baseline). Included rows of a group whose included
-    values are all equal get exactly 0. `scale` is the included rows' std; where that is 0 (one
-    included row, or all equal) it falls back to the std over the whole group, excluded rows too,
-    or to 1 when that is 0 as well: an excluded (offline) row that beats a flat online group keeps
-    its advantage.
+    values are all equal get exactly 0. `include` moves the baseline only; the scale is always the
+    unbiased std of every row of the group, so with all rows included this is plain GRPO, and with
+    some left out (offline rows, `in_baseline=False`) no near-flat online subset can blow it up:
+    with `n` rows of which `m >= 1` are included, `|advantage| <= sqrt((n - 1)(m + 1) / m)`
+    (`sqrt(n)` for one excluded row; at most `sqrt(2(n - 1))`), and `(n - 1) / sqrt(n)` with all
+    included. An excluded row that beats a flat online group keeps its advantage (the whole group
+    is not flat).
     """
     stats: GroupStats = group_stats(values, groups, include)
     centered = torch.where(stats.count > 0, values - stats.mean, 0.0)
     if not scale_std:
         return centered
-    whole = group_stats(values, groups, torch.ones_like(include)).std
-    scale = torch.where(stats.std > 0, stats.std, torch.where(whole > 0, whole, 1.0))
-    return centered / (scale + EPS)
+    whole = stats if bool(include.all()) else group_stats(values, groups, torch.ones_like(include))
+    return centered / (whole.std + EPS)

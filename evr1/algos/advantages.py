@@ -22,8 +22,12 @@ The result is 0 on masked tokens and never NaN. Group estimators (grpo, rloo, gd
 - rows left out of the statistics (offline rows with `in_baseline=False`) are centred on the
   statistic rows' baseline even when those all scored the same: an offline answer that is right
   where the policy was always wrong (what `offline_k_threshold` mixes in) is credited;
-- dividing by a std (grpo/gdpo/passk with `scale_std`) that is 0 for the statistic rows, excluded
-  rows use the std over the whole group, offline rows included, or 1 if that is 0 too.
+- grpo and gdpo with `scale_std` divide every row by the std of its whole group, offline rows
+  included, whatever `in_baseline` says: it moves the baseline only. Dividing by the online rows'
+  std instead is unbounded (online [0, 0, 0.01] and an offline 1 gave the offline row 172.6); with
+  the whole group's std `|advantage| <= sqrt((n - 1)(m + 1) / m)` for a group of `n` rows, `m >= 1`
+  of them in the statistics (2.0 in that example; `normalised_in_groups` has the bound).
+  passk has its own scale (see `evr1.algos.passk`).
 """
 
 from __future__ import annotations

@@ -4,47 +4,78 @@
 
 Every variant trains with the same seed in `OUT/<variant>/` (a normal run directory), then one
 figure puts their validation accuracies side by side (one panel per validation file) and
-`OUT/summary.md` tabulates them. A data file named `NAME_<modality>.jsonl` (e.g.
-`val_video.jsonl`) is written from `NAME.jsonl`'s records of that modality before training.
-`--reuse` reads the variants already trained with the same config instead of training them again.
+`OUT/summary.md` tabulates them. A validation file holding more than one modality is split into
+`OUT/val_splits/<its folder>/<stem>_<modality>.jsonl` (e.g. `quickstart/val.jsonl` into
+`quickstart/val_video.jsonl` and `quickstart/val_image.jsonl`), which the variants validate on
+instead: nothing outside OUT is written. `--reuse` reads the variants already trained with the same
+config instead of training them again.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evr1.errors import ConfigError
 from evr1.run_dir import FINAL_MODEL
 
+if TYPE_CHECKING:
+    from evr1.data.records import Record
+
 VARIANTS = ("mixed", "on_policy", "video_only", "joint", "threshold", "decay")
-_MODALITY_FILE = re.compile(r"^(?P<base>.+)_(?P<modality>video|image|text)$")
+SPLITS = "val_splits"  # OUT's folder of per-modality validation files
 Curves = dict[str, list[dict[str, Any]]]
 
 
-def write_modality_files(paths: Sequence[str]) -> list[Path]:
-    """Each `NAME_<modality>.jsonl` among `paths`, (re)made from `NAME.jsonl`'s records of that modality."""
+def split_by_modality(val_files: Sequence[str], out: Path, data_root: str | None) -> tuple[str, ...]:
+    """The validation files to use: each of `val_files` holding several modalities is replaced by one
+    file per modality, written to `out/<its folder name>/<stem>_<modality>.jsonl` (video+image
+    records count as video); single-modality files are kept as they are.
+
+    Only `out` is written. Relative media paths are rewritten to resolve from the new folder, unless
+    `data_root` is set (every file resolves against it then). Raises when two of the resulting
+    files would log under the same validation name (`<folder>/<stem>`).
+    """
     from evr1.data.records import read_records, write_records
     from evr1.data.samplers import modality_of
 
-    written = []
-    for path in map(Path, paths):
-        match = _MODALITY_FILE.match(path.stem)
-        if match is None:
+    result: list[str] = []
+    for given in val_files:
+        file = Path(given)
+        by_modality: dict[str, list[Record]] = {}
+        for record in read_records(file):
+            by_modality.setdefault(modality_of(record.modality), []).append(record)
+        if len(by_modality) < 2:
+            result.append(given)
             continue
-        source = path.with_name(match["base"] + path.suffix)
-        if not source.is_file():
-            raise ConfigError(f"{path} is made from {source}, which does not exist")
-        records = [r for r in read_records(source) if modality_of(r.modality) == match["modality"]]
-        if not records:
-            raise ConfigError(f"{source} has no {match['modality']} records to write {path.name} from")
-        write_records(records, path)
-        written.append(path)
-    return written
+        folder = out / file.resolve().parent.name
+        for modality in sorted(by_modality, key=("video", "image", "text").index):
+            records = by_modality[modality]
+            if data_root is None:
+                records = [_rerooted(r, file.parent, folder) for r in records]
+            target = folder / f"{file.stem}_{modality}{file.suffix}"
+            write_records(records, target)
+            result.append(str(target))
+    names: dict[str, str] = {}
+    for path in result:
+        name = f"{Path(path).parent.name}/{Path(path).stem}"  # as evr1.runner.datasets.val_splits names it
+        if name in names:
+            raise ConfigError(f"validation files {names[name]} and {path} would both log as val/{name}: rename one")
+        names[name] = path
+    return tuple(result)
+
+
+def _rerooted(record: Record, source: Path, target: Path) -> Record:
+    """`record` with its media paths relative to folder `source` made relative to folder `target`."""
+
+    def moved(path: str) -> str:
+        return path if Path(path).is_absolute() else os.path.relpath(source.resolve() / path, target.resolve())
+
+    return record.model_copy(update={"media": [m.model_copy(update={"path": moved(m.path)}) for m in record.media]})
 
 
 def finished_rows(run_dir: Path, exp: Any) -> list[dict[str, Any]] | None:
@@ -62,6 +93,7 @@ def finished_rows(run_dir: Path, exp: Any) -> list[dict[str, Any]] | None:
 def run_variant(variant: str, out: Path, overrides: Sequence[str], *, reuse: bool = False) -> list[dict[str, Any]]:
     """Train `ablations:<variant>` (with `overrides`) from scratch in `out/<variant>`; its metric rows.
 
+    Validation files holding several modalities are split into `out/val_splits` first (`split_by_modality`).
     With `reuse`, a finished run of the same config already there is read instead (runs are
     deterministic on CPU: retraining would repeat it).
     """
@@ -76,7 +108,10 @@ def run_variant(variant: str, out: Path, overrides: Sequence[str], *, reuse: boo
     exp = build_experiment(cfg)
     if exp.data.synth is not None:
         ensure_synthetic(exp.data.synth)
-    write_modality_files([*exp.data.train, *exp.data.val])
+    val = split_by_modality(exp.data.val, out / SPLITS, exp.data.data_root)
+    if val != exp.data.val:  # an override like any other: run.json records it
+        applied += apply_overrides(cfg, [f"data.val={val!r}"])
+        exp = build_experiment(cfg)
     target = out / variant
     if reuse and (rows := finished_rows(target, exp)) is not None:
         print(f"{variant}: reusing the finished run in {target}")

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evr1.registry import ADVANTAGES
 from evr1.specs import AlgoSpec, OffPolicySpec
@@ -87,6 +91,73 @@ def test_offline_rows_out_of_the_baseline():
     assert inside == pytest.approx([0.5 / S3, -0.5 / S3, -0.5 / S3, 0.5 / S3], abs=1e-5)
     rloo_spec = AlgoSpec(advantage="rloo", offline=OffPolicySpec(in_baseline=False))
     assert rows(run("rloo", [1, 0, 0, 1], [0] * 4, spec=rloo_spec, offline=offline)) == pytest.approx([1, -0.5, -0.5, 2 / 3])
+
+
+OUT = AlgoSpec(offline=OffPolicySpec(in_baseline=False))
+FTFT = torch.tensor([False, False, False, True])
+SD_01 = math.sqrt(0.7075 / 3)  # [0, 0, 0.1, 1]: mean 0.275, squares 2 * 0.275^2 + 0.175^2 + 0.725^2 = 0.7075
+SD_001 = math.sqrt(0.745075 / 3)  # [0, 0, 0.01, 1]: mean 0.2525, squares 2 * 0.2525^2 + 0.2425^2 + 0.7475^2
+
+
+@pytest.mark.parametrize(
+    ("spec", "scores", "offline", "expected"),
+    [
+        # a flat online group [0, 0, 0] and an offline 1: online mean 0; whole-group std of [0, 0, 0, 1] is 1/2
+        (OUT, [0, 0, 0, 1], FTFT, [0, 0, 0, 2.0]),
+        # nearly flat online groups: centred on the online mean (1/30, 1/300), scaled by the whole group's std;
+        # dividing by the online std gave the offline row 16.7 and 172.6
+        (OUT, [0, 0, 0.1, 1], FTFT, [-1 / 30 / SD_01, -1 / 30 / SD_01, (0.1 - 1 / 30) / SD_01, (1 - 1 / 30) / SD_01]),
+        (OUT, [0, 0, 0.01, 1], FTFT, [-1 / 300 / SD_001, -1 / 300 / SD_001, (0.01 - 1 / 300) / SD_001, (1 - 1 / 300) / SD_001]),
+        # in_baseline=True (the default) is plain GRPO: centred on the whole group's mean 0.2525
+        (AlgoSpec(), [0, 0, 0.01, 1], FTFT, [-0.2525 / SD_001, -0.2525 / SD_001, -0.2425 / SD_001, 0.7475 / SD_001]),
+        # Dr. GRPO (no std): offline rows centred on the online mean alone
+        (AlgoSpec(scale_std=False, offline=OffPolicySpec(in_baseline=False)), [0, 0, 0.1, 1], FTFT, [-1 / 30, -1 / 30, 1 / 15, 29 / 30]),
+        # two offline rows: online [1, 0] mean 1/2; whole [1, 0, 1, 1] mean 3/4, squares 3/16 + 9/16 -> std 1/2
+        (OUT, [1, 0, 1, 1], torch.tensor([False, False, True, True]), [1.0, -1.0, 1.0, 1.0]),
+    ],
+)
+def test_offline_rows_against_a_nearly_flat_online_group(spec, scores, offline, expected):
+    assert rows(run("grpo", scores, [0] * 4, spec=spec, offline=offline)) == pytest.approx(expected, abs=1e-5)
+
+
+def bound(n: int, m: int, in_baseline: bool) -> float:
+    """The largest |advantage| of a grpo row in a group of n rows, m of them in the baseline (see normalised_in_groups)."""
+    return (n - 1) / math.sqrt(n) if in_baseline else math.sqrt((n - 1) * (m + 1) / m)
+
+
+@st.composite
+def mixed_groups(draw):
+    """Groups of 1-8 rows with at least one online row; scores often (nearly) equal."""
+    scores, offline, ids = [], [], []
+    for g in range(draw(st.integers(1, 3))):
+        n = draw(st.integers(1, 8))
+        base = draw(st.floats(-5, 5))
+        steps = st.sampled_from([0.0, 1e-9, 1e-4, 0.01, 1.0, -1.0, 100.0])
+        scores += [base + draw(steps) for _ in range(n)]
+        flags = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+        flags[draw(st.integers(0, n - 1))] = False  # one online row at least
+        offline += flags
+        ids += [g] * n
+    return torch.tensor(scores, dtype=torch.float64), torch.tensor(ids), torch.tensor(offline)
+
+
+@settings(max_examples=200, deadline=None)
+@given(batch=mixed_groups(), in_baseline=st.booleans())
+def test_grpo_advantages_stay_within_the_group_bound(batch, in_baseline):
+    scores, ids, offline = batch
+    spec = AlgoSpec(offline=OffPolicySpec(in_baseline=in_baseline))
+    adv = ADVANTAGES.get("grpo")(scores, ids, torch.ones(len(scores), 1), spec=spec, offline=offline)[:, 0]
+    for g in ids.unique():
+        members = ids == g
+        n, m = int(members.sum()), int((members & ~offline).sum())
+        assert adv[members].abs().max() <= bound(n, m, in_baseline) + 1e-9, (scores[members], offline[members], adv[members])
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_the_bound_is_reached_by_one_right_offline_row_in_a_flat_group(n):
+    offline = torch.tensor([False] * (n - 1) + [True])
+    got = rows(run("grpo", [0.0] * (n - 1) + [1.0], [0] * n, spec=OUT, offline=offline))
+    assert got[-1] == pytest.approx(bound(n, n - 1, False), abs=1e-5) and got[:-1] == [0.0] * (n - 1)
 
 
 def test_reinforce_pp_returns_and_whitening():

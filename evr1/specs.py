@@ -373,8 +373,9 @@ class OffPolicySpec(Spec):
     are clipped like online rows. Rows without use `unknown_behaviour`: "shaping" (LUFFY):
     per-token objective A*f(p), f(p) = p/(p + shaping_gamma), no clipping; "unit_weight":
     importance weight 1, objective A*log p, no clipping. `loss_weight` scales the policy-gradient
-    term of every offline row. `in_baseline`: offline rewards count in the group statistics
-    (otherwise baselines use online rows only, and offline rows are scored against them).
+    term of every offline row. `in_baseline`: offline rewards count in the group baseline
+    (otherwise the baseline, the mean, is over online rows only and offline rows are scored against
+    it; the std scale stays over every row of the group, so advantages stay bounded).
     """
 
     unknown_behaviour: Literal["shaping", "unit_weight"] = "shaping"

@@ -12,9 +12,10 @@ it is `(s - mean) / population std`.
 
 Rows outside the statistics (offline rows with `in_baseline=False`) are not in `s`: they get
 `E[max(s_i, max of a random (k'-1)-subset of s)] - b`. A group with no statistic rows gives 0.
-When the subset-maximum std is 0 (e.g. all of `s` equal; statistic rows then get exactly 0),
-rows outside are divided by the subset-maximum std of the whole group (k capped at its size),
-or by 1 if that is 0 too.
+With rows outside, every row is divided by the subset-maximum std of the whole group (k capped at
+its size; 1 where that is 0), as GRPO divides by the whole group's std: the std of `s` alone
+would blow up an offline row beside a near-flat online group (210 for a right offline row beside
+online scores [0, 0, 0.01] at k = 2; 2.0 now).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def group_passk(values: list[float], included: list[bool], k: int, scale_std: bo
             gains.append(expected_max_with(value, others, k_eff - 1) - mean)
     if not scale_std:
         return gains
-    if sd == 0.0:  # statistic rows' gains are 0 here; only rows outside see the fallback
+    if not all(included):
         sd = subset_max_std(sorted(values, reverse=True), k) or 1.0
     return [g / (sd + EPS) for g in gains]
 

@@ -67,9 +67,15 @@ FTFT = [False, False, False, True]
         (spec("rloo", False), [0, 1, 1], [False, True, True], None, [0, 1.0, 1.0]),
         # pass@2 with one online row: k' = 1, gain 1 - 0; every 2-subset of [0, 1, 1] has max 1 -> sd 0 -> scale 1
         (spec("passk", False, passk_k=2), [0, 1, 1], [False, True, True], None, [0, 1.0, 1.0]),
-        # a non-flat online pool [1, 0, 0], pass@2: b = 1 - C(2,2)/C(3,2) = 2/3, sd = sqrt(2/3 - 4/9) = sqrt(2)/3;
+        # a non-flat online pool [1, 0, 0], pass@2: b = 1 - C(2,2)/C(3,2) = 2/3; the scale is the whole group's
+        # [1, 0, 0, 0] subset-max sd: P(max = 1) = 1 - C(3,2)/C(4,2) = 1/2 -> 1/2;
         # online right: (1 - 2/3)/sd; online wrong: (1/2 - 2/3)/sd; offline wrong: (1/3 - 2/3)/sd
-        (spec("passk", False, passk_k=2), [1, 0, 0, 0], FTFT, None, [R2, -R2 / 2, -R2 / 2, -R2]),
+        (spec("passk", False, passk_k=2), [1, 0, 0, 0], FTFT, None, [2 / 3, -1 / 3, -1 / 3, -2 / 3]),
+        # a near-flat online pool [0, 0, 0.01] beside a right offline row (was 210.7 with the pool's own sd):
+        # b = (2/3)(0.01); a 0 row: E[max(0, one of [.01, 0])] - b = .005 - b; the .01 row: .01 - b; offline: 1 - b;
+        # whole group [1, .01, 0, 0] at k=2: P(max 1) = 1/2, P(max .01) = 1/3 -> sd = sqrt(.5000333 - .50333^2)
+        (spec("passk", False, passk_k=2), [0, 0, 0.01, 1], FTFT, None,
+         [g / (0.5 + 0.0001 / 3 - (0.5 + 0.01 / 3) ** 2) ** 0.5 for g in (0.005 - 0.02 / 3, 0.005 - 0.02 / 3, 0.01 - 0.02 / 3, 1 - 0.02 / 3)]),
         # group 5: one online 1 -> offline 0 gets -1 / std([1, 0]) = -1/sqrt(1/2); group 9: no online row -> 0
         (spec("grpo", False), [1, 0, 1, 0], [False, True, True, True], [5, 5, 9, 9], [0, -1 / R2, 0, 0]),
         (spec("rloo", False), [1, 0, 1, 0], [False, True, True, True], [5, 5, 9, 9], [0, -1.0, 0, 0]),

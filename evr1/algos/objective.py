@@ -15,6 +15,9 @@ these drift diagnostics are over the tokens of online rows only. When the micro-
 offline rows, the same over their tokens with known behaviour (ratio pi/mu) are reported as
 `offline/clip_frac_low`, ..., `offline/ratio_max`. When given: `entropy`, `kl` (to the
 reference), `offline_token_frac`, `pg_loss_offline`/`pg_loss_online`.
+
+`Core` and `actor_objective` are the public, stable way to write a policy-loss plugin
+(docs/plugins.md); the rest of this module is internal.
 """
 
 from __future__ import annotations

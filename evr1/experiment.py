@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import types
 import typing
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -235,6 +236,27 @@ def _child(node: fdl.Config, name: str, done: str) -> fdl.Config:
     return value
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field of this annotation accepts True/False as such (bool, Any, or a union/Literal with them)."""
+    if annotation in (bool, Any, object):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return any(isinstance(v, bool) for v in typing.get_args(annotation))
+    if origin in (typing.Union, types.UnionType, typing.Annotated):
+        return any(_takes_bool(a) for a in typing.get_args(annotation))
+    return False
+
+
+def _refuse_bool(node: fdl.Config, name: str, override: Override) -> None:
+    """A True/False for a spec field that is not a boolean is refused (pydantic would read it as 1 or 0)."""
+    cls = node.__fn_or_cls__
+    fields = cls.model_fields if inspect.isclass(cls) and issubclass(cls, BaseModel) else {}
+    if isinstance(override.value, bool) and name in fields and not _takes_bool(fields[name].annotation):
+        raise ConfigError(f"{override}: {override.path} is not a boolean field, so {override.value} would be read as"
+                          f" {int(override.value)}; give a value of its type")
+
+
 def apply_override(cfg: fdl.Config, override: Override) -> None:
     """Set one dotted path in the graph; unknown fields are reported with the valid ones."""
     share_instances(cfg)
@@ -249,6 +271,7 @@ def apply_override(cfg: fdl.Config, override: Override) -> None:
                 f" Fields: {', '.join(fields)}"
             )
         if i == len(parts) - 1:
+            _refuse_bool(node, name, override)
             setattr(node, name, override.value)
         else:
             node = _child(node, name, done)

@@ -1,5 +1,9 @@
 """Finding experiments by name: a `.py` path, `experiments/NAME.py`, a registered entry point,
-or a dotted module; `NAME:VARIANT` picks another function of the same file."""
+or a dotted module; `NAME:VARIANT` picks another function of the same file.
+
+An experiment file is imported with its folder on `sys.path` (for that import only), so it can
+import modules that sit next to it (`import myrewards` in `experiments/split.py`); import them at
+the top of the file."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ class ExperimentSource:
     origin: str  # "file", "entry point", "module"
     location: str  # file path or module name
     file: Path | None
+    folder: Path | None = None  # where a file's sibling modules are imported from (default: the file's folder)
 
     @property
     def label(self) -> str:
@@ -43,21 +48,30 @@ def project_root(start: Path | None = None) -> Path | None:
     return None
 
 
-def _load_file(path: Path, name: str | None = None) -> ModuleType:
-    """Import an experiment file as module `evr1_experiments.<name>` (default: the file's stem)."""
+def _load_file(path: Path, name: str | None = None, folder: Path | None = None) -> ModuleType:
+    """Import an experiment file as module `evr1_experiments.<name>` (default: the file's stem), with
+    `folder` (default: the file's own) first on `sys.path` meanwhile, for the modules it imports."""
     module_name = f"evr1_experiments.{name or path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"cannot load experiment file {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # pickling and dataclasses need the module registered
+    search = str((folder or path.parent).resolve())
+    added = search not in sys.path
+    if added:
+        sys.path.insert(0, search)
     try:
         spec.loader.exec_module(module)
     except ConfigError:
         raise
     except Exception as exc:
         del sys.modules[module_name]
-        raise ConfigError(f"experiment file {path} failed to import: {type(exc).__name__}: {exc}") from exc
+        hint = f" (modules next to it are imported from {search})" if isinstance(exc, ImportError) else ""
+        raise ConfigError(f"experiment file {path} failed to import: {type(exc).__name__}: {exc}{hint}") from exc
+    finally:
+        if added:
+            sys.path.remove(search)
     return module
 
 
@@ -154,14 +168,15 @@ def summary(name: str, root: Path | None = None) -> tuple[list[tuple[str, str]],
 def import_source(source: ExperimentSource) -> None:
     """Import the module an experiment came from, unless this process already has it: what the module
     registers when imported (e.g. a reward with `@REWARDS.register` at the top of an experiment file)
-    then exists here too. Ray workers call this before building anything from the registries."""
+    then exists here too. Ray workers call this before building anything from the registries; a file's
+    sibling modules are imported from `source.folder` (a resumed run's copy: the original's folder)."""
     from evr1.registry import EXPERIMENTS
 
     if source.origin == "file":
         if source.file is None or not source.file.is_file():
             raise ConfigError(f"experiment file {source.location} of {source.label} does not exist")
         if f"evr1_experiments.{source.name}" not in sys.modules:
-            _load_file(source.file, source.name)
+            _load_file(source.file, source.name, source.folder)
     elif source.origin == "entry point":
         EXPERIMENTS.get(source.name)
     else:

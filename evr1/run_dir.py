@@ -1,9 +1,14 @@
-"""Run directories: the resolved config, the experiment source and package versions.
+"""Run directories: the resolved config, the experiment source, package versions and the run's state.
 
 `config.json` is the validated `Experiment` as JSON; `load_run(run_dir)` imports the recorded
 source (the copy `experiment.py` of an experiment file) and rebuilds an equal one, which is what
 `--resume` uses. A directory that already holds a run is never written
 over: a new run there would mix its logs and checkpoints with the old run's.
+
+`run.json` records where the experiment came from, the overrides, the folder the run started in,
+and the run's `status` (created, running, interrupted, failed, finished; a killed run stays
+"running") with a `history` of events (each start, stop and failure with its step and error, and
+each `--update-code`).
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ import platform
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from evr1.errors import ConfigError
 from evr1.experiment import Experiment, Override
-from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource
+from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, project_root
 
 CONFIG_FILE = "config.json"
 RUN_FILE = "run.json"
@@ -86,8 +93,11 @@ def write_run_dir(run_dir: Path, experiment: Experiment, source: ExperimentSourc
         "origin": source.origin if source else "run dir",
         "location": source.location if source else None,
         "overrides": [f"{o.path}={o.raw}" for o in overrides],
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "created": _now(),
+        "cwd": str(Path.cwd()),
         "git_commit": _git_commit(source.file.parent) if source and source.file else None,
+        "status": "created",
+        "history": [],
     }
     (run_dir / RUN_FILE).write_text(json.dumps(info, indent=2) + "\n")
     (run_dir / VERSIONS_FILE).write_text(json.dumps(package_versions(), indent=2) + "\n")
@@ -95,27 +105,92 @@ def write_run_dir(run_dir: Path, experiment: Experiment, source: ExperimentSourc
         shutil.copyfile(source.file, run_dir / SOURCE_FILE)
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def read_info(run_dir: Path) -> dict[str, Any]:
+    """The run's `run.json` ({} when there is none)."""
+    path = Path(run_dir) / RUN_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def log_event(run_dir: Path, event: str, **details: Any) -> None:
+    """Append `event` (with `details`) to the history in `run.json`; a state event (created, running,
+    interrupted, failed, finished) also becomes the run's `status`."""
+    info = read_info(run_dir)
+    info.setdefault("history", []).append({"time": _now(), "event": event, **details})
+    if event in ("created", "running", "interrupted", "failed", "finished"):
+        info["status"] = event
+    tmp = Path(run_dir) / f"{RUN_FILE}.tmp"
+    tmp.write_text(json.dumps(info, indent=2) + "\n")
+    tmp.replace(Path(run_dir) / RUN_FILE)
+
+
+def last_failure(run_dir: Path) -> dict[str, Any] | None:
+    """The `failed` event of a run whose status is failed, else None."""
+    info = read_info(run_dir)
+    if info.get("status") != "failed":
+        return None
+    return next((e for e in reversed(info.get("history", [])) if e["event"] == "failed"), None)
+
+
+def original_source(run_dir: Path) -> Path | None:
+    """The experiment file a run was configured from, as it is now: the recorded path, else
+    `experiments/<name>.py` of the project found from the cwd; None for an experiment from a module or
+    entry point, or when neither file exists."""
+    info = read_info(run_dir)
+    if info.get("origin") != "file":
+        return None
+    if info.get("location") and Path(info["location"]).is_file():
+        return Path(info["location"])
+    root, name = project_root(), str(info.get("experiment") or "").partition(":")[0]
+    by_name = root / "experiments" / f"{name}.py" if root is not None and name else None
+    return by_name if by_name is not None and by_name.is_file() else None
+
+
+def code_changed(run_dir: Path) -> Path | None:
+    """The original experiment file of the run when it differs from the run's copy, else None."""
+    copy, current = Path(run_dir) / SOURCE_FILE, original_source(run_dir)
+    if current is None or not copy.is_file() or current.read_bytes() == copy.read_bytes():
+        return None
+    return current
+
+
+def replace_code(run_dir: Path, current: Path) -> Path:
+    """Make `current` the run's copy of its experiment file; the old copy is kept as `experiment.py.N`
+    (returned) and the change logged in `run.json`. `config.json` is not touched."""
+    run_dir, n = Path(run_dir), 1
+    while (run_dir / f"{SOURCE_FILE}.{n}").exists():
+        n += 1
+    backup = run_dir / f"{SOURCE_FILE}.{n}"
+    (run_dir / SOURCE_FILE).replace(backup)
+    shutil.copyfile(current, run_dir / SOURCE_FILE)
+    log_event(run_dir, "code updated", source=str(current), backup=backup.name)
+    return backup
+
+
 def recorded_source(run_dir: Path) -> ExperimentSource | None:
     """Where a run's experiment came from, as `run.json` records it; an experiment file is read from the
-    run directory's copy (the source the run was configured with). None when nothing was recorded."""
+    run directory's copy (the source the run was configured with), its sibling modules from the original
+    file's folder. None when nothing was recorded."""
     run_dir = Path(run_dir).resolve()
-    path = run_dir / RUN_FILE
-    if not path.is_file():
-        return None
-    info = json.loads(path.read_text())
+    info = read_info(run_dir)
     name, _, variant = str(info.get("experiment") or "").partition(":")
     variant = variant or DEFAULT_VARIANT
     if info.get("origin") == "file":
-        copy = run_dir / SOURCE_FILE
-        return ExperimentSource(name, variant, "file", str(copy), copy) if copy.is_file() else None
+        copy, original = run_dir / SOURCE_FILE, original_source(run_dir)
+        folder = original.parent.resolve() if original is not None else None
+        return ExperimentSource(name, variant, "file", str(copy), copy, folder) if copy.is_file() else None
     if info.get("origin") in ("entry point", "module"):
         return ExperimentSource(name, variant, info["origin"], info["location"], None)
     return None
 
 
-def load_run(run_dir: Path) -> tuple[Experiment, ExperimentSource | None]:
+def load_run(run_dir: Path, code: Path | None = None) -> tuple[Experiment, ExperimentSource | None]:
     """The experiment recorded in a run directory and its source, imported first (so that components it
-    registers, such as a reward, are known when the config is validated)."""
+    registers, such as a reward, are known when the config is validated). `code`: an experiment file to
+    import in place of the run's copy (to check it before `replace_code`)."""
     from evr1.experiment_files import import_source
 
     if not Path(run_dir).is_dir():
@@ -125,7 +200,7 @@ def load_run(run_dir: Path) -> tuple[Experiment, ExperimentSource | None]:
         raise ConfigError(f"{run_dir} is not a run directory: {CONFIG_FILE} is missing")
     source = recorded_source(run_dir)
     if source is not None:
-        import_source(source)
+        import_source(source if code is None or source.origin != "file" else replace(source, location=str(code), file=code))
     try:
         return Experiment.model_validate_json(path.read_text()), source
     except ValueError as exc:
@@ -157,6 +232,29 @@ def resume_message(run_dir: Path, save_every: int) -> str:
         return f"resuming from checkpoint {folder.name}"
     why = "save_every=0" if not save_every else f"none saved yet, save_every={save_every}"
     return f"no checkpoint ({why}): starting again from step 0"
+
+
+def stopped_step(run_dir: Path) -> int:
+    """The step a run stopped in: the one after its last logged step (0: before step 1 was logged)."""
+    from evr1.runner.metrics import read_metrics
+
+    rows = read_metrics(Path(run_dir))
+    return rows[-1]["step"] + 1 if rows else 0
+
+
+def failed_message(run_dir: Path, step: int, code: Path | None = None) -> str:
+    """What to tell the user when a run fails during `step`; `code`: the experiment file the error came
+    from (its fix reaches a resume through `--update-code`)."""
+    from evr1.runner.train import latest_checkpoint
+
+    folder = latest_checkpoint(Path(run_dir))
+    start = f"from {folder.name}" if folder is not None else "from step 0: no checkpoint was saved"
+    where = f"at step {step}" if step else "before step 1"
+    if code is None:
+        return f"the run failed {where}; after fixing the cause, continue with `evr1 run --resume {run_dir}` ({start})"
+    fix = original_source(run_dir) or code
+    return (f"the run failed {where} in the experiment's code ({code}); after fixing {fix}, continue with"
+            f" `evr1 run --resume {run_dir} --update-code` ({start})")
 
 
 def interrupted_message(run_dir: Path, step: int) -> str:

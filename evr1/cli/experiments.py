@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import enum
 import importlib.util
 import inspect
 import re
 import textwrap
+import traceback
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from evr1.errors import ConfigError
+from evr1.errors import ConfigError, Evr1Error
 
 console = Console(highlight=False)
 
@@ -48,7 +50,27 @@ def show(
     width = max(len(path) for path, _ in rows)
     for path, value in rows:  # plain lines, never wrapped: easy to grep and to copy into --set
         mark = f"  # {marks[path]}" if path in marks else ""
-        print(f"{path:<{width}}  {value!r}{mark}")
+        print(f"{path:<{width}}  {plain(value)!r}{mark}")
+
+
+def plain(value):
+    """`value` with enums replaced by their values, inside dicts, lists and tuples too: what `--set` takes."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(plain(v) for v in value)
+    return value
+
+
+def missing_file(experiment) -> str | None:
+    """The first input file of `experiment` that does not exist: a data file (see `missing_data_file`)
+    or the curated responses of `mixer.file`."""
+    if (missing := missing_data_file(experiment.data)) is not None:
+        return missing
+    file = experiment.mixer.file
+    return f"mixer.file {file} does not exist" if file is not None and not Path(file).is_file() else None
 
 
 def missing_data_file(data) -> str | None:
@@ -82,6 +104,24 @@ def _lora(lora) -> str:
     return f"rank {lora.rank}, alpha {lora.alpha:g}, targets {', '.join(lora.target_modules)}, vision {lora.vision}"
 
 
+def _mixer(mixer, n: int) -> str:
+    if mixer.name is None:
+        return "off (on-policy only)"
+    given = {"file": mixer.file, "threshold": mixer.threshold, "decay over": mixer.decay_steps}
+    return ", ".join([f"{mixer.name}, k={mixer.k} of n={n}", *(f"{k} {v}" for k, v in given.items() if v is not None)])
+
+
+def _sampler(data) -> str:
+    name = data.sampler or ("modality" if data.modality_ratio else "uniform")  # the runner's default
+    ratios = ", ".join(f"{k} {v:g}" for k, v in (data.modality_ratio or {}).items())
+    return f"{name}" + (f" ({ratios})" if ratios else "")
+
+
+def _rewards(reward) -> str:
+    routes = ", ".join(f"{plain(t)} -> {name}" for t, name in reward.routes.items()) or "default routes"
+    return f"{routes}; format {reward.format} (weight {reward.format_weight:g})"
+
+
 def _plan(experiment) -> Table:
     table = Table(title=f"plan: {experiment.name}", show_header=False, box=None)
     d, r, a, t = experiment.data, experiment.rollout, experiment.algo, experiment.trainer
@@ -91,7 +131,10 @@ def _plan(experiment) -> Table:
         "data": f"train {list(d.train) or '-'}, val {list(d.val) or '-'}, cache {d.cache.mode} at {d.cache.path or '-'}",
         "video": f"fps {d.video.fps}, frames {d.video.min_frames}-{d.video.max_frames}, pixels {d.video.min_pixels}-{d.video.max_pixels}",
         "image": f"pixels {d.image.min_pixels}-{d.image.max_pixels}",
+        "sampler": _sampler(d),
         "rollout": f"{r.engine or 'auto'} engine, n={r.n}, temperature {r.temperature}, max {r.max_response_tokens} response tokens",
+        "mixer": _mixer(experiment.mixer, r.n),
+        "rewards": _rewards(experiment.reward),
         "algorithm": f"{a.advantage} + {a.policy_loss} (clip {a.clip_low}/{a.clip_high}, {a.loss_agg}), KL {'on' if a.kl.enabled else 'off'}",
         "training": f"{t.steps} steps x {t.prompts_per_step} prompts, lr {experiment.optim.lr}, seed {t.seed}",
     }
@@ -103,30 +146,34 @@ def _plan(experiment) -> Table:
 def run(
     name: Annotated[str, typer.Argument(help="NAME[:VARIANT] of the experiment.")] = "",
     overrides: SetOption = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and write the run directory, do not train.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate (and for a new run write the run directory), do not train.")] = False,
     run_dir: Annotated[
         Optional[Path], typer.Option(help="Run directory (default: <run_root>/<name>/<timestamp>); one holding a run is refused.")
     ] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory with its recorded config.")] = None,
+    update_code: Annotated[
+        bool, typer.Option("--update-code", help="With --resume: replace the run's copy of its experiment file by the current file"
+                           " (the old copy is kept as experiment.py.N; config.json stays as recorded).")
+    ] = False,
 ) -> None:
     """Validate an experiment, write its run directory, and train."""
-    from evr1.run_dir import finished, load_run, new_run_dir, write_run_dir
+    from evr1.run_dir import new_run_dir, write_run_dir
 
+    if update_code and resume is None:
+        raise ConfigError("--update-code goes with --resume RUN_DIR: a new run copies the current experiment file anyway")
     if resume is not None:
         if name or overrides:
             raise ConfigError("--resume takes the run's recorded config; do not pass a NAME or --set with it")
-        (experiment, source), target = load_run(resume), resume
-        if finished(target, experiment.trainer.steps):
-            console.print(f"{target} already finished all {experiment.trainer.steps} steps (final model in {target / 'final_model'});"
-                          " nothing to do")
+        loaded = _resume(resume, update_code, dry_run)
+        if loaded is None:
             return
-        if (missing := missing_data_file(experiment.data)) is not None:
-            raise ConfigError(missing)
+        (experiment, source), target = loaded, resume
     else:
         if not name:
             raise ConfigError("evr1 run needs an experiment NAME (see `evr1 list experiments`)")
         _, source, applied, experiment = _resolve(name, overrides)
-        if (missing := missing_data_file(experiment.data)) is not None:
+        _note_project_root(source)
+        if (missing := missing_file(experiment)) is not None:
             if not dry_run:  # a dry run may check a recipe for a machine that has the data
                 raise ConfigError(missing)
             typer.echo(f"warning: {missing}; a real run stops here", err=True)
@@ -136,17 +183,106 @@ def run(
     console.print(_plan(experiment))
     console.print(f"run directory: {target}")
     if dry_run:
-        console.print("dry run: config validated and recorded; not training.")
+        done = "the recorded config is valid; nothing written" if resume is not None else "config validated and recorded"
+        console.print(f"dry run: {done}; not training.")
         return
     if importlib.util.find_spec("evr1.runner.train") is None:
         console.print("[yellow]the training loop is not built yet (issue #6): the plan above is what it will run.[/yellow]")
         return
+    _train(experiment, target, resume is not None, source)
+
+
+def _note_project_root(source) -> None:
+    """Say so when the experiment was found in a parent folder's `experiments/`: its relative paths
+    (data, cache, runs/) still resolve from the current folder."""
+    from evr1.experiment_files import project_root
+
+    root, here = project_root(), Path.cwd().resolve()
+    if root is not None and root != here and source.file is not None and source.file.parent == root / "experiments":
+        typer.echo(f"note: found {source.file} in the project folder {root}; its relative paths (data, cache, runs/) resolve"
+                   f" from the current folder {here}: run from {root} if they are meant from there", err=True)
+
+
+def _resume(target: Path, update_code: bool, dry_run: bool):
+    """The experiment and source of the run in `target`, after the notes a resume needs (the run failed
+    before; it started in another folder; its experiment file changed since), with the run's copy of the
+    experiment file replaced by the current one when `update_code`. None when the run is finished."""
+    from evr1.run_dir import (
+        SOURCE_FILE,
+        code_changed,
+        finished,
+        last_failure,
+        load_run,
+        original_source,
+        read_info,
+        replace_code,
+    )
+
+    info, copy = read_info(target), target / SOURCE_FILE
+    if (failure := last_failure(target)) is not None:
+        where = f"at step {failure['step']}" if failure.get("step") else "before step 1"
+        typer.echo(f"note: this run failed {where} ({failure.get('error')})", err=True)
+    if info.get("cwd") and Path(info["cwd"]).resolve() != Path.cwd().resolve():
+        typer.echo(f"note: this run started in {info['cwd']}; its relative paths resolve from the current folder {Path.cwd()}",
+                   err=True)
+    changed = code_changed(target)
+    if update_code:
+        if info.get("origin") != "file":
+            raise ConfigError(f"--update-code: the experiment of {target} comes from {info.get('origin')} {info.get('location')},"
+                              " which a resume imports as installed; there is no copy to update")
+        if original_source(target) is None:
+            raise ConfigError(f"--update-code: the experiment file of {target} ({info.get('location')}) no longer exists,"
+                              " nor does experiments/<name>.py from the current folder")
+        if changed is None:
+            typer.echo(f"note: {copy} already equals {original_source(target)}; nothing to update", err=True)
+    elif changed is not None:
+        typer.echo(f"note: {changed} differs from this run's copy {copy}, which the resume imports; to run the current"
+                   f" file instead, add --update-code (the copy is kept as {SOURCE_FILE}.N; config.json stays as recorded)",
+                   err=True)
+    experiment, source = load_run(target, code=changed if update_code else None)
+    if finished(target, experiment.trainer.steps):
+        console.print(f"{target} already finished all {experiment.trainer.steps} steps (final model in {target / 'final_model'});"
+                      " nothing to do")
+        return None
+    if (missing := missing_file(experiment)) is not None:
+        raise ConfigError(missing)
+    if update_code and changed is not None:
+        if dry_run:
+            typer.echo(f"dry run: would replace {copy} by {changed}", err=True)
+        else:
+            backup = replace_code(target, changed)
+            typer.echo(f"updated {copy} from {changed} (the old copy is {backup}); the run keeps its recorded config"
+                       " (config.json): the new code is imported, its experiment function is not called again", err=True)
+    return experiment, source
+
+
+def _train(experiment, target: Path, resume: bool, source) -> None:
+    """Train, recording in `run.json` that the run is running, then finished, interrupted or failed; a failure
+    ends with one line saying where the run stopped and how to resume it."""
+    from evr1.run_dir import SOURCE_FILE, failed_message, log_event, original_source, stopped_step
     from evr1.runner.train import train
 
+    log_event(target, "running", resumed=resume)
     try:
-        train(experiment, target, resume=resume is not None, source=source)
+        train(experiment, target, resume=resume, source=source)
     except KeyboardInterrupt:  # `train` said where it stopped and how to continue
+        log_event(target, "interrupted", step=stopped_step(target))
         raise typer.Exit(130) from None
+    except Exception as exc:  # noqa: BLE001 - recorded, reported with a resume hint, and the run exits non-zero
+        text = "".join(traceback.format_exception(exc))
+        files = [f for f in (source.file if source else None, original_source(target), target.resolve() / SOURCE_FILE) if f]
+        code = next((f for f in files if str(f) in text), None)
+        lines = [line for line in str(exc).splitlines() if line.strip()] or [""]
+        error = type(exc).__name__ + ": " + (lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1].strip()}")
+        step = stopped_step(target)
+        log_event(target, "failed", step=step, error=error, in_experiment_code=code is not None)
+        if isinstance(exc, Evr1Error):
+            typer.echo(f"error: {exc}", err=True)
+        else:
+            traceback.print_exception(exc)
+        typer.echo(failed_message(target, step, code), err=True)
+        raise typer.Exit(2 if isinstance(exc, Evr1Error) else 1) from None
+    log_event(target, "finished")
 
 
 def list_components(

@@ -6,7 +6,9 @@ Media and prompts for upcoming samples are prepared in a thread pool while the r
 on the current batch. Each scored sample is appended to `<run_dir>/<benchmark>/samples.jsonl`
 (and flushed) as soon as its batch is done; a rerun skips the ids done there and retries the
 failed ones (a failed scoring on the stored response, without generating again), so an
-interrupted run resumes without duplicating or skipping any sample. A batch the responder fails
+interrupted run resumes without duplicating or skipping any sample. The settings the samples are made
+under are kept beside them (`settings.json`): a resume under others is refused, naming the settings
+that differ. A batch the responder fails
 on is retried one sample at a time; a sample that still fails is a failed row, and many failures
 in a row stop the run (the engine is broken). Failed and unparsed samples score 0 and stay in
 every denominator.
@@ -65,9 +67,56 @@ def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield batch
 
 
+SETTINGS_FILE = "settings.json"
+
+
 def settings_id(settings: Mapping[str, Any]) -> str:
     """A short hash of the settings a sample was produced under (checked on resume)."""
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _leaves(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted path -> value of nested settings."""
+    if isinstance(value, dict) and value:
+        return {k: v for key, item in value.items() for k, v in _leaves(item, f"{prefix}.{key}" if prefix else str(key)).items()}
+    return {prefix: value}
+
+
+def settings_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """`path: old -> new` for every setting that differs (`-` where one side lacks it)."""
+    as_read = [json.loads(json.dumps(s, default=str)) for s in (old, new)]  # as JSON reads them back: tuples as lists
+    before, after = _leaves(as_read[0]), _leaves(as_read[1])
+    return [f"{k}: {before.get(k, '-')!r} -> {after.get(k, '-')!r}" for k in sorted(before.keys() | after.keys())
+            if before.get(k, KeyError) != after.get(k, KeyError)]
+
+
+def recorded_settings(folder: Path) -> dict[str, Any] | None:
+    """The settings the samples in `folder` were made under: its `settings.json`, else (a folder written before
+    there was one) the settings of its `results.json`; None when neither is there."""
+    if (folder / SETTINGS_FILE).is_file():
+        return json.loads((folder / SETTINGS_FILE).read_text(encoding="utf-8"))
+    if (folder / "results.json").is_file():
+        settings = json.loads((folder / "results.json").read_text(encoding="utf-8")).get("settings")
+        return {k: v for k, v in settings.items() if k != "judge"} if isinstance(settings, dict) else None
+    return None
+
+
+def check_settings(folder: Path, settings: Mapping[str, Any]) -> None:
+    """Refuse to resume the samples in `folder` under other `settings` than they were made with, naming the
+    settings that differ; then record `settings` there (unless samples of unknown settings are there)."""
+    samples, old = folder / "samples.jsonl", recorded_settings(folder)
+    if samples.exists() and old is not None and settings_id(old) != settings_id(settings):
+        changes = settings_changes(old, settings)
+        if changes:  # else only how JSON stores them differs: the samples' own ids decide
+            raise Evr1Error(f"{samples} holds samples made with other settings ({'; '.join(changes)}): use another output"
+                            " directory, or the same settings to resume")
+    if old is not None or not samples.exists():
+        record_settings(folder, settings)
+
+
+def record_settings(folder: Path, settings: Mapping[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SETTINGS_FILE).write_text(json.dumps(settings, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
 
 def parsed_answer(record: Record, response: str) -> str | None:
@@ -283,7 +332,10 @@ def evaluate_benchmark(bench: Benchmark, records: Sequence[Record], responder: R
     folder = Path(run_dir) / bench.name
     settings = {**settings, "benchmark": bench.name}
     scorer = settings_id(judge) if judge else None
+    check_settings(folder, settings)
     rows = run_samples(bench, records, responder, folder / "samples.jsonl", settings_id(settings), router, options, scorer)
+    if not (folder / SETTINGS_FILE).is_file():  # samples of unrecorded settings were resumed: all are under these now
+        record_settings(folder, settings)
     result = summarize(bench, records, rows, {**settings, "judge": judge} if judge else settings, notes)
     (folder / "results.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     return result

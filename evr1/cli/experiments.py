@@ -287,11 +287,18 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
 
 def list_components(
     kind: Annotated[Optional[str], typer.Argument(help="A registry (rewards, advantages, ...) or 'experiments'.")] = None,
+    experiment: Annotated[
+        Optional[str],
+        typer.Option("--experiment", "-e", help="NAME[:VARIANT] or a .py file: imported first, so the components it registers are listed."),
+    ] = None,
 ) -> None:
     """List registered components and experiments with a one-line description."""
     from evr1.errors import known_list, suggest
-    from evr1.experiment_files import known_experiments, summary
+    from evr1.experiment_files import known_experiments, resolve, summary
     from evr1.registry import REGISTRIES, RegistrationError
+
+    if experiment is not None:
+        resolve(experiment)
 
     kinds = sorted(REGISTRIES)
     if kind is not None and kind not in kinds:

@@ -49,6 +49,22 @@ def test_list_shows_registries_and_experiments() -> None:
     assert_user_error(evr1("list", "reward"), "unknown kind 'reward'. Did you mean 'rewards'?")
 
 
+def test_list_takes_the_components_an_experiment_file_registers(tmp_path: Path) -> None:
+    exp = tmp_path / "exp.py"
+    exp.write_text(
+        "from evr1.experiment import Experiment\n"
+        "from evr1.registry import REWARDS\n"
+        "from evr1.rewards import per_sample\n\n\n"
+        "@REWARDS.register('me/verbatim')\n@per_sample\n"
+        "def verbatim(inp, spec):\n    \"\"\"1 for the reference, verbatim.\"\"\"\n    return float(inp.response == str(inp.answer))\n\n\n"
+        "def experiment():\n    import fiddle as fdl\n    return fdl.Config(Experiment, name='exp')\n"
+    )
+    assert "me/verbatim" not in evr1("list", "rewards").stdout
+    out = evr1("list", "rewards", "--experiment", str(exp))
+    assert out.returncode == 0, out.stderr
+    assert any(line.split()[:2] == ["me/verbatim", "1"] for line in out.stdout.splitlines()), out.stdout
+
+
 def test_show_marks_overrides() -> None:
     out = evr1("show", "quickstart", "--set", "data.video.fps=1.0")
     assert out.returncode == 0, out.stderr

@@ -5,14 +5,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
-
-if TYPE_CHECKING:
-    from evr1.data.records import Located
 
 app = typer.Typer(help="Check, synthesise and import datasets.", no_args_is_help=True)
 console = Console(highlight=False, soft_wrap=True)
@@ -35,37 +32,48 @@ def check(
     files: FilesArg,
     data_root: Annotated[Optional[Path], typer.Option(help="Media paths are relative to this (default: each record file's folder).")] = None,
     max_shown: MaxShown = 20,
+    probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Open every media file (video header and first frame, images) to find unreadable ones.")] = True,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write every problem to this report (.json or .md).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
 ) -> None:
-    """Validate records, their reference answers (as their rewards read them) and their media; print
-    counts by problem type and modality. Exit 1 on any problem."""
-    from evr1.data.records import Record, RecordError, missing_media, scan_records
-    from evr1.rewards.reference_check import reference_errors
+    """Validate records, their reference answers (as their rewards read them), curated answers and their
+    media; print counts by problem type and modality. Exit 1 on any error or missing/unreadable media file."""
+    from tqdm import tqdm
 
-    counts: Counter[tuple[str, str]] = Counter()
-    errors: list = []
-    missing: dict[Path, str] = {}
-    records: list[tuple[Located, Record]] = []
-    for where, result in scan_records(files):
-        if not isinstance(result, Record):
-            errors.extend(result)
-            continue
-        records.append((where, result))
-        counts[result.problem_type.value, result.modality] += 1
-        for path in missing_media(result, data_root if data_root is not None else where.file.parent):
-            missing.setdefault(path, f"{where.file}:{where.line} (record {result.id!r})")
-    unreadable = [RecordError(where.file, where.line, "answer", message)
-                  for (where, _), message in zip(records, reference_errors([r for _, r in records])) if message]  # fmt: skip
-    errors.extend(unreadable)
-    _report_errors(errors, max_shown)
-    console.print(_summary(counts))
-    valid = len(records) - len(unreadable)
-    unread = f" ({len(unreadable)} reference answers their reward cannot read)" if unreadable else ""
-    console.print(f"{valid} valid records, {len(errors)} problems{unread}, {len(missing)} missing media files")
-    for path, where in list(missing.items())[:max_shown]:
-        console.print(f"missing: {path}  <- {where}")
-    if len(missing) > max_shown:
-        console.print(f"... and {len(missing) - max_shown} more missing media files")
-    if errors or missing:
+    from evr1.data.check import check_data, write_report
+
+    def bar(total: int) -> tqdm:
+        return tqdm(total=total, unit="file", desc="probing media", disable=None if total >= 50 else True, dynamic_ncols=True)
+
+    result = check_data(files, data_root, probe=probe, progress=bar)
+    errors, warnings = result.of("error"), result.of("warning")
+    shown: Counter[str] = Counter()
+    for problem in result.problems:  # in file and line order, at most max_shown of each severity
+        shown[problem.severity] += 1
+        if shown[problem.severity] <= max_shown:
+            errors_out.print(f"{problem.severity}: {problem}", markup=False)
+    for severity, items in (("errors", errors), ("warnings", warnings)):
+        if len(items) > max_shown:
+            errors_out.print(f"... and {len(items) - max_shown} more {severity}" + (f" (all in {out})" if out else ""))
+    console.print(_summary(result.counts))
+    unread = sum(p.field == "answer" and "cannot read this reference" in p.message or "empty reference" in p.message for p in errors)
+    unread_note = f" ({unread} reference answers their reward cannot read)" if unread else ""
+    missing, unreadable = result.media_of(True), result.media_of(False)
+    probed = f", {len(unreadable)} unreadable media files" if probe else " (not opened: --no-probe)"
+    console.print(f"{result.valid} valid records, {len(errors)} problems{unread_note}, {len(missing)} missing media files{probed},"
+                  f" {len(warnings)} warnings")
+    shown.clear()
+    for item in result.media:  # in the order of the first record using each file
+        kind = "missing" if item.reason == "missing" else "unreadable"
+        shown[kind] += 1
+        if shown[kind] <= max_shown:
+            console.print(str(item), markup=False)
+    for kind, items in (("missing", missing), ("unreadable", unreadable)):
+        if len(items) > max_shown:
+            console.print(f"... and {len(items) - max_shown} more {kind} media files")
+    if out is not None:
+        console.print(f"report: {write_report(result, out)}")
+    if errors or result.media or (strict and warnings):
         raise typer.Exit(1)
 
 

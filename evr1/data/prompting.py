@@ -4,19 +4,56 @@
 becomes the same tokens. Media come from a `MediaLoader` (the tensor cache or live decoding);
 each record's prompt is built once and reused by every pass that needs it, and what the model was
 shown of it (`shown_of`: frame times on the clip clock, fps, shown and original size) is kept for
-the rewards.
+the rewards. A record whose media cannot be loaded raises `MediaLoadError`, naming the record and
+the file; `attempt` returns that failure as a value (the training loop drops such records).
 """
 
 from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from evr1.data.loader import MediaLoader, ProcessedMedia
-from evr1.data.records import Record
+from evr1.data.cache import CacheError
+from evr1.data.loader import CacheMissError, MediaLoader, ProcessedMedia
+from evr1.data.media import MediaError
+from evr1.data.records import MediaRef, Record
+from evr1.errors import Evr1Error
 from evr1.rewards.contract import BoxUnits, Shown, model_box_units
 from evr1.specs import PromptSpec
+
+
+@dataclass(frozen=True)
+class MediaFailure:
+    """A record whose media cannot be loaded: the file (as the record names it) and why, with the
+    fields of the cache build's failure report (`reason`: the `MediaError` code, or `cache_miss` /
+    `cache_error` for the tensor cache)."""
+
+    record: str
+    file: str
+    kind: str
+    reason: str
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+class MediaLoadError(Evr1Error):
+    """A record's media cannot be loaded; `failure` says which record, which file and why."""
+
+    def __init__(self, failure: MediaFailure) -> None:
+        self.failure = failure
+        super().__init__(f"record {failure.record!r}: {failure.kind} {failure.file!r} cannot be loaded: {failure.detail}")
+
+
+def _load_failure(record: Record, ref: MediaRef, exc: Exception) -> MediaFailure:
+    if isinstance(exc, MediaError):
+        reason, detail = exc.reason, exc.detail
+    else:
+        reason, detail = ("cache_miss" if isinstance(exc, CacheMissError) else "cache_error"), str(exc)
+    return MediaFailure(record.id, ref.path, ref.kind, reason, detail)
 
 
 def question_text(record: Record, spec: PromptSpec) -> str:
@@ -63,7 +100,7 @@ class RecordPrompter:
         from evr1.models.prompts import build_prompt, chat_messages
 
         if record.id not in self._memo:
-            media = self.loader.load(record)
+            media = [self._load(record, ref) for ref in record.media]
             self.media_loaded += len(media)
             self.cache_hits += sum(m.cache_hit for m in media)
             messages = chat_messages(question_text(record, self.spec), [m.kind for m in media], self.spec.system)
@@ -73,8 +110,21 @@ class RecordPrompter:
                 self.shown[record.id] = shown
         return self._memo[record.id]
 
+    def _load(self, record: Record, ref: MediaRef) -> ProcessedMedia:
+        try:
+            return self.loader.load_media(ref, record.id)
+        except (MediaError, CacheMissError, CacheError) as exc:
+            raise MediaLoadError(_load_failure(record, ref, exc)) from None
+
     def many(self, records: Sequence[Record]) -> list[Any]:
         return [self(r) for r in records]
+
+    def attempt(self, record: Record) -> Any:
+        """The record's prompt, or the `MediaFailure` of the media that cannot be loaded."""
+        try:
+            return self(record)
+        except MediaLoadError as exc:
+            return exc.failure
 
     def forget(self) -> dict[str, int]:
         """Drop memoised prompts and what was shown, and return the media counts since the last call (call once per step)."""

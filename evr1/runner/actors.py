@@ -1,6 +1,7 @@
 """The workers of a run. Plain classes: the driver wraps them as Ray actors (`ray.remote`).
 
-- `RolloutWorker` holds the rollout engine and builds prompts (media from the cache).
+- `RolloutWorker` holds the rollout engine and builds prompts (media from the cache); a record whose
+  media cannot be loaded is returned as a `MediaFailure`, not raised, so the driver can drop it.
 - `LearnerWorker` holds one data-parallel shard of the learner; it builds its own prompts, so
   each record's media are read once per step per worker and reused by every pass. With LoRA it
   also gives the KL reference log-probs: its own frozen base, adapters off.
@@ -13,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evr1.data.records import Record
 from evr1.experiment import Experiment
 from evr1.experiment_files import ExperimentSource, import_source
+
+if TYPE_CHECKING:
+    from evr1.data.prompting import MediaFailure
 
 
 def _import(source: ExperimentSource | None) -> None:
@@ -77,19 +81,27 @@ class RolloutWorker:
         self.engine = ENGINES.get(exp.rollout.engine or default_engine()).from_spec(exp.model, exp.rollout)
         self.prompters = {split: _prompter(exp, self.processor, root) for split, root in roots.items()}
 
-    def generate(self, split: str, records: Sequence[Record], counts: Sequence[int], params: Any) -> tuple[list[list[Any]], dict, dict]:
-        """`counts[i]` responses for record i (grouped per record), media statistics, and per record id what
-        the model was shown (`evr1.rewards.contract.Shown`: frame times, sizes, box units; for the rewards)."""
+    def generate(
+        self, split: str, records: Sequence[Record], counts: Sequence[int], params: Any
+    ) -> tuple[list[list[Any]], dict, dict, dict[int, MediaFailure]]:
+        """`counts[i]` responses for record i (grouped per record), media statistics, per record id what
+        the model was shown (`evr1.rewards.contract.Shown`: frame times, sizes, box units; for the rewards),
+        and by record index the records whose media cannot be loaded (their groups stay empty)."""
+        from evr1.data.prompting import MediaFailure
+
         prompter = self.prompters[split]
-        prompts = prompter.many(records)
+        prompts = [prompter.attempt(r) for r in records]
+        failures = {i: p for i, p in enumerate(prompts) if isinstance(p, MediaFailure)}
         groups: list[list[Any]] = [[] for _ in records]
         for count in sorted(set(counts)):
-            chosen = [i for i, c in enumerate(counts) if c == count]
+            chosen = [i for i, c in enumerate(counts) if c == count and i not in failures]
+            if not chosen:
+                continue
             results = self.engine.generate([prompts[i] for i in chosen], replace(params, n=count))
             for result in results:
                 groups[chosen[result.prompt_index]].append(replace(result, prompt_index=chosen[result.prompt_index]))
         shown = dict(prompter.shown)
-        return groups, prompter.forget(), shown
+        return groups, prompter.forget(), shown, failures
 
     def load_weights(self, weights: Any) -> int:
         self.engine.load_weights(weights)

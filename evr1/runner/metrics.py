@@ -1,11 +1,12 @@
-"""Metrics sinks: one JSONL line per step (always), TensorBoard (when installed), W&B (opt-in)."""
+"""Metrics sinks: one JSONL line per step (always), TensorBoard (when installed), W&B (opt-in); and
+the reward metrics of a training step, sampled and curated rows apart."""
 
 from __future__ import annotations
 
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,31 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     """All logged rows of a run, in order."""
     path = Path(run_dir) / METRICS_FILE
     return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
+
+
+def sampled_accuracy(metrics: dict[str, float]) -> float:
+    """The mean of the sampled responses' per-type accuracies (`reward/<type>/accuracy`)."""
+    values = [v for k, v in metrics.items() if k.startswith("reward/") and k.endswith("/accuracy") and k.count("/") == 2]
+    return sum(values) / len(values) if values else 0.0
+
+
+def reward_metrics(router: Any, inputs: Sequence[Any], outputs: Sequence[Any], offline: Sequence[bool]) -> dict[str, float]:
+    """A step's reward metrics. Of the sampled (online) responses: `reward/<type>/*`, `reward/errors`,
+    `reward/timeouts` and `reward/online_score` (absent when every row is curated); `reward/score`: the
+    mean over every row the advantages see; of curated (offline) rows, when there are some:
+    `reward/offline_score`, `reward/offline_accuracy` (over rows their reward applies to) and
+    `reward/offline_errors`."""
+    sampled = [k for k, o in enumerate(offline) if not o]
+    metrics = router.metrics([inputs[k] for k in sampled], [outputs[k] for k in sampled])
+    if "reward/score" in metrics:
+        metrics["reward/online_score"] = metrics.pop("reward/score")
+    if outputs:
+        metrics["reward/score"] = sum(o.score for o in outputs) / len(outputs)
+    curated = [outputs[k] for k, o in enumerate(offline) if o]
+    if curated:
+        metrics["reward/offline_score"] = sum(o.score for o in curated) / len(curated)
+        scored = [o.components.get("accuracy", o.score) for o in curated if o.applicable and o.error is None]
+        if scored:
+            metrics["reward/offline_accuracy"] = sum(scored) / len(scored)
+        metrics["reward/offline_errors"] = float(sum(o.error is not None for o in curated))
+    return metrics

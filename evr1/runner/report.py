@@ -1,10 +1,18 @@
-"""The end-of-run report: a Markdown table and a PNG of reward and accuracy per step."""
+"""The end-of-run report: a Markdown table and a PNG of reward and accuracy per step.
+
+The training figures are those of the sampled (online) responses; curated offline rows have their
+own (`reward/offline_score`). Reward errors and records dropped for unloadable media come first.
+"""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from evr1.runner.data_failures import FAILURES_FILE
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "curves.png"
@@ -16,10 +24,12 @@ def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[f
 
 
 def curve_keys(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Training score/accuracy and every validation accuracy that was logged."""
+    """The sampled responses' score and per-type accuracies, the curated rows' score, and every validation
+    accuracy that was logged (`reward/score`, every row's mean, only for runs that logged no online score)."""
     keys = {k for r in rows for k in r}
-    train = [k for k in ("reward/score",) if k in keys]
-    train += sorted(k for k in keys if k.startswith("reward/") and k.endswith("/accuracy"))
+    train = [k for k in ("reward/online_score",) if k in keys] or [k for k in ("reward/score",) if k in keys]
+    train += sorted(k for k in keys if k.startswith("reward/") and k.endswith("/accuracy") and k.count("/") == 2)
+    train += [k for k in ("reward/offline_score",) if k in keys]
     return train + sorted(k for k in keys if k.startswith("val/") and k.endswith("/accuracy"))
 
 
@@ -59,16 +69,41 @@ def reward_errors(rows: Sequence[dict[str, Any]]) -> list[str]:
     by_type = ", ".join(f"{t} {e} of {n}" for t, (e, n) in counts.items() if e)
     timeouts = _total(rows, "reward/timeouts")
     timed = f", {timeouts} of them timeouts" if timeouts else ""
+    offline = _total(rows, "reward/offline_errors")
+    curated = f" {offline} curated (offline) rows failed too." if offline else ""
     return [
-        f"**Reward errors: {errors} of {scored or '?'} training rewards{share} failed and scored 0{timed}** ({by_type}).",
+        f"**Reward errors: {errors} of {scored or '?'} training rewards{share} failed and scored 0{timed}** ({by_type}).{curated}",
         ("A reference answer its reward cannot read fails every sample of its record: run `evr1 data check` on the"
          " training data; each error is logged with its sample id."),
     ]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def data_failures(run_dir: Path, rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Report lines on the records whose media could not be loaded (from `data_failures.jsonl`); none when none failed."""
+    path = Path(run_dir) / FAILURES_FILE
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    by_split = Counter(json.loads(line)["split"] for line in lines if line)
+    if not by_split:
+        return []
+    train = by_split.pop("train", 0)
+    dropped = _total(rows, "data/dropped_records")
+    parts = [f"{_count(train, 'training record')} (dropped {_count(dropped, 'time')} from a step's batch)"] if train else []
+    parts += [f"{_count(n, 'record')} of {split} (counted as wrong)" for split, n in sorted(by_split.items())]
+    return [
+        f"**Data failures: the media of {', '.join(parts)} could not be loaded.**",
+        (f"Each is listed once in `{FAILURES_FILE}` (records file and line, media file, reason) and skipped for the rest"
+         " of the run: run `evr1 data check` on the data to find every missing or unreadable file."),
+    ]
+
+
 def write_report(run_dir: Path, rows: Sequence[dict[str, Any]], title: str) -> Path:
-    """`report.md`: reward errors (if any), first, last and best value of each curve, the mean step time, and the plot."""
-    errors = reward_errors(rows)
+    """`report.md`: reward errors and data failures (if any), first, last and best value of each curve, the mean
+    step time, and the plot."""
+    errors = [*reward_errors(rows), *data_failures(run_dir, rows)]
     lines = [f"# {title}", "", *errors, *([""] if errors else []), "| metric | first | last | best |", "|---|---|---|---|"]
     for key in curve_keys(rows):
         _, values = _series(rows, key)

@@ -2,6 +2,11 @@
 
     data -> rollout -> (mixer) -> reward -> advantages -> update -> weight sync -> log
 
+A record whose media cannot be loaded is dropped from its step and skipped for the rest of the run
+(`evr1.runner.data_failures`). The reward metrics of the sampled responses (`reward/online_score`,
+`reward/<type>/*`, the progress bar) are kept apart from those of curated offline rows
+(`reward/offline_*`); `reward/score` is the mean over every row the advantages see.
+
 Workers run as Ray actors (an embedded local Ray unless `resources.ray_address` is given). Every
 random choice derives from `trainer.seed` and the step number, so a resumed run repeats an
 uninterrupted one exactly (on CPU).
@@ -22,6 +27,7 @@ from evr1.errors import Evr1Error
 from evr1.experiment import Experiment
 from evr1.experiment_files import ExperimentSource, import_source
 from evr1.run_dir import FINAL_MODEL, interrupted_message, resume_message
+from evr1.runner.data_failures import FAILURES_FILE, DataFailures
 
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer.json"
@@ -85,6 +91,7 @@ class Trainer:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
         self.vals = val_splits(exp.data)
+        self.failures = DataFailures(self.run_dir, {"train": exp.data.train, **{v.name: (f,) for v, f in zip(self.vals, exp.data.val)}})
         self.processor = load_processor(exp.model)
         tokenizer = self.processor.tokenizer
         self.mixer = None  # built (every offline response tokenised and checked) before the cache and the workers
@@ -250,10 +257,12 @@ class Trainer:
 
         from evr1.runner.advantages import shaped_scores
 
-        greedy, _, shown = self._get(
+        greedy, _, shown, failed = self._get(
             self.rollout.generate.remote("train", records, [1] * len(records), self.sampling_params(step, greedy=True)),
             step, "rollout worker (greedy baseline)",
         )
+        if failed:  # loaded for this step's sampling moments ago
+            raise TrainingError(f"step {step}: media of records {sorted(f.record for f in failed.values())} failed on a second load")
         texts = [g[0].text for g in greedy]
         _, outputs = self.score(records, texts, [f"{r.id}#greedy" for r in records], step, shown)
         lengths = torch.tensor([len(g[0].token_ids) for g in greedy])
@@ -268,16 +277,21 @@ class Trainer:
         from evr1.data.mixers import Trajectory
         from evr1.runner.actors import TrainItem
         from evr1.runner.advantages import compute_advantages
+        from evr1.runner.metrics import reward_metrics
         from evr1.runner.timing import PhaseTimer
 
         exp, timer = self.exp, PhaseTimer()
-        records = [self.train.records[i] for i in self.sampler.sample(exp.trainer.prompts_per_step)]
+        sampled = [self.train.records[i] for i in self.sampler.sample(exp.trainer.prompts_per_step)]
+        records = [r for r in sampled if not self.failures.skipped("train", r.id)]
         counts = [self.mixer.online_count(r, step) if self.mixer else exp.rollout.n for r in records]
         with timer("rollout"):
-            online, media, shown = self._get(
+            online, media, shown, failed = self._get(
                 self.rollout.generate.remote("train", records, counts, self.sampling_params(step)), step, "rollout worker"
             )
-        metrics: dict[str, float] = {**media}
+        records, online = self.drop_failed(step, sampled, records, online, failed)
+        metrics: dict[str, float] = {
+            **media, "data/dropped_records": float(len(sampled) - len(records)), "data/failed_records": float(self.failures.count("train")),
+        }
         if self.mixer is not None:
             online_scores, scored = None, None
             if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
@@ -290,13 +304,7 @@ class Trainer:
         flat = [(g, t) for g, group in enumerate(groups) for t in group]
         with timer("reward"):
             inputs, outputs = self.score_groups(records, flat, step, scored, shown)
-        metrics.update(self.router.metrics(inputs, outputs))
-        offline = torch.tensor([t.offline for _, t in flat])
-        if offline.any():
-            scores = torch.tensor([o.score for o in outputs])
-            metrics["reward/offline_score"] = float(scores[offline].mean())
-            if (~offline).any():
-                metrics["reward/online_score"] = float(scores[~offline].mean())
+        metrics.update(reward_metrics(self.router, inputs, outputs, [t.offline for _, t in flat]))
         items = [TrainItem(records[g], t.token_ids, t.logprobs, None, t.offline, g) for g, t in flat]
         if exp.algo.kl.enabled:
             with timer("reference"):
@@ -335,6 +343,17 @@ class Trainer:
         self.log_samples(step, inputs, outputs)
         return metrics
 
+    def drop_failed(self, step: int, sampled: Sequence[Any], records: list[Any], online: list[list[Any]],
+                    failed: Mapping[int, Any]) -> tuple[list[Any], list[list[Any]]]:
+        """The step's records and groups less those whose media failed (logged, then skipped for the rest of
+        the run); raises `TrainingError` when no record is left or too many failed."""
+        self.failures.add(step, "train", failed.values())
+        kept = [i for i in range(len(records)) if i not in failed]
+        stop = self.failures.too_many(step, len(kept), len(sampled), len(self.train.records))
+        if stop:
+            raise TrainingError(stop)
+        return [records[i] for i in kept], [online[i] for i in kept]
+
     def log_samples(self, step: int, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         shown = self.exp.trainer.log_samples
         if not shown:
@@ -348,16 +367,20 @@ class Trainer:
     def validate(self, step: int) -> dict[str, float]:
         metrics: dict[str, float] = {}
         for split in self.vals:
-            records = list(split.records)
-            groups, _, shown = self._get(
+            records = [r for r in split.records if not self.failures.skipped(split.name, r.id)]
+            groups, _, shown, failed = self._get(
                 self.rollout.generate.remote(split.name, records, [1] * len(records), self.sampling_params(step, greedy=True)),
                 step, f"rollout worker (validation on {split.name})",
             )
-            texts = [g[0].text for g in groups]
-            inputs, outputs = self.score(records, texts, [r.id for r in records], step, shown)
-            summary = self.router.metrics(inputs, outputs)
-            metrics[f"val/{split.name}/accuracy"] = sum(o.components.get("accuracy", 0.0) for o in outputs) / len(outputs)
-            metrics[f"val/{split.name}/score"] = summary.get("reward/score", 0.0)
+            self.failures.add(step, split.name, failed.values())
+            texts = [g[0].text for i, g in enumerate(groups) if i not in failed]
+            records = [r for i, r in enumerate(records) if i not in failed]
+            _, outputs = self.score(records, texts, [r.id for r in records], step, shown)
+            total = len(split.records)  # a record whose media failed counts as wrong
+            metrics[f"val/{split.name}/accuracy"] = sum(o.components.get("accuracy", 0.0) for o in outputs) / total
+            metrics[f"val/{split.name}/score"] = sum(o.score for o in outputs) / total
+            if self.failures.count(split.name):
+                metrics[f"val/{split.name}/failed_records"] = float(self.failures.count(split.name))
         return metrics
 
     # -- checkpoints --------------------------------------------------------------------------
@@ -368,7 +391,8 @@ class Trainer:
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         self._get([w.save.remote(str(folder / "learner")) for w in self.learners], step, "learner (checkpoint)")
-        state = {"step": step, "sampler": self.sampler.state_dict(), "kl_coef": self.kl.value if self.kl else None}
+        state = {"step": step, "sampler": self.sampler.state_dict(), "kl_coef": self.kl.value if self.kl else None,
+                 "failed_records": self.failures.state_dict()}
         tmp = folder / (TRAINER_STATE + ".tmp")
         tmp.write_text(json.dumps(state))
         tmp.rename(folder / TRAINER_STATE)
@@ -385,13 +409,14 @@ class Trainer:
         self.sampler.load_state_dict(state["sampler"])
         if self.kl is not None and state["kl_coef"] is not None:
             self.kl.value = state["kl_coef"]
+        self.failures.load_state_dict(state.get("failed_records", {}))  # absent in checkpoints of older versions
         return int(state["step"])
 
     # -- the loop -----------------------------------------------------------------------------
     def fit(self, *, resume: bool = False) -> list[dict[str, Any]]:
         from tqdm import tqdm
 
-        from evr1.runner.metrics import MetricsLogger, read_metrics, truncate_jsonl
+        from evr1.runner.metrics import MetricsLogger, read_metrics, sampled_accuracy, truncate_jsonl
         from evr1.runner.report import write_report
 
         t = self.exp.trainer
@@ -403,6 +428,7 @@ class Trainer:
             start = self.restore(folder) if folder is not None else 0
             logged_from = start + 1 if start else 0  # from scratch: step 0's validation is logged again
             truncate_jsonl(self.run_dir / SAMPLES_FILE, logged_from)
+            truncate_jsonl(self.run_dir / FAILURES_FILE, logged_from)
             discard_evaluations(self.run_dir, max(logged_from, 1))
         logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard, wandb_project=t.wandb_project, resume_step=logged_from)
         self.current_step = start
@@ -410,22 +436,27 @@ class Trainer:
         if start == 0 and t.val_every:
             logger.log(0, self.validate(0))
         bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.exp.name, unit="step")
-        for step in bar:
-            self.current_step = step
-            metrics = self.step(step)
-            if t.val_every and (step % t.val_every == 0 or step == t.steps):
-                metrics.update(self.validate(step))
-            if self.exp.eval.every_steps and self.exp.eval.benchmarks and step % self.exp.eval.every_steps == 0:
-                out = self.run_dir / "eval" / f"step_{step:06d}"
-                metrics.update(self._get(self.rollout.evaluate.remote(str(out)), step, "rollout worker (evaluation)"))
-            logger.log(step, metrics)
-            bar.set_postfix(
-                reward=f"{metrics.get('reward/score', 0):.2f}",
-                acc=f"{_accuracy(metrics):.2f}",
-                s_step=f"{metrics['timing/step']:.1f}",
-            )
-            if t.save_every and step % t.save_every == 0:
-                self.save(step)
+        try:
+            for step in bar:
+                self.current_step = step
+                metrics = self.step(step)
+                if t.val_every and (step % t.val_every == 0 or step == t.steps):
+                    metrics.update(self.validate(step))
+                if self.exp.eval.every_steps and self.exp.eval.benchmarks and step % self.exp.eval.every_steps == 0:
+                    out = self.run_dir / "eval" / f"step_{step:06d}"
+                    metrics.update(self._get(self.rollout.evaluate.remote(str(out)), step, "rollout worker (evaluation)"))
+                logger.log(step, metrics)
+                bar.set_postfix(
+                    reward=f"{metrics.get('reward/online_score', 0):.2f}",
+                    acc=f"{sampled_accuracy(metrics):.2f}",
+                    s_step=f"{metrics['timing/step']:.1f}",
+                )
+                if t.save_every and step % t.save_every == 0:
+                    self.save(step)
+        except TrainingError:  # e.g. too many unreadable media: report what was logged, then fail
+            logger.close()
+            write_report(self.run_dir, read_metrics(self.run_dir), self.exp.name)
+            raise
         logger.close()
         self._get([w.export.remote(str(self.run_dir / FINAL_MODEL)) for w in self.learners], t.steps, "learner (export)")
         rows = read_metrics(self.run_dir)
@@ -456,11 +487,6 @@ def shard_groups(items: Sequence[Any], workers: int, mini_batches: int) -> list[
     `(group_id // mini_batches) % workers` spreads the groups of each mini-batch over the workers.
     """
     return [[item for item in items if (item.group_id // mini_batches) % workers == k] for k in range(workers)]
-
-
-def _accuracy(metrics: dict[str, float]) -> float:
-    values = [v for k, v in metrics.items() if k.startswith("reward/") and k.endswith("/accuracy")]
-    return sum(values) / len(values) if values else 0.0
 
 
 def ray_session(resources: Any):

@@ -60,3 +60,9 @@ def test_online_score_is_the_mean_over_sampled_rows_only(tmp_path: Path) -> None
         assert row["reward/online_score"] == pytest.approx(0.25)  # (3 * 0.25) / 3 per group, offline rows left out
         assert row["reward/offline_score"] == pytest.approx(1.0)
         assert row["reward/score"] == pytest.approx((3 * 0.25 + 1.0) / 4)  # every row: 0.4375
+        assert row["reward/multiple_choice/accuracy"] == pytest.approx(0.25)  # sampled rows only, not 0.4375
+        assert row["reward/multiple_choice/count"] == 6.0
+        assert row["reward/offline_accuracy"] == pytest.approx(1.0)
+    report = (project / "run" / "report.md").read_text()
+    assert "| reward/multiple_choice/accuracy | 0.250 | 0.250 | 0.250 |" in report
+    assert "| reward/offline_score | 1.000 | 1.000 | 1.000 |" in report

@@ -134,18 +134,22 @@ def test_sharded_learners_train_sync_and_resume_through_the_cli(tmp_path: Path, 
     assert stable(read_metrics(tmp_path / "killed")) == stable(rows)
 
 
-def test_a_failing_worker_names_the_step(tmp_path: Path, models: Path) -> None:
+def test_a_batch_of_unloadable_media_stops_the_run_naming_the_failures(tmp_path: Path, models: Path) -> None:
     from evr1.runner.datasets import ensure_synthetic
     from evr1.specs import SynthSpec
 
     data = tmp_path / "data"
     ensure_synthetic(SynthSpec(tasks=("quickstart",), out=str(data), n_train=16, n_val=4, blank_control=False))  # as the run
-    for video in (data / "media" / "train").glob("*.mp4"):
-        video.write_bytes(b"not a video")
+    for media in (data / "media" / "train").iterdir():
+        media.write_bytes(b"not a video nor an image")
     out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models))
     assert out.returncode == 2, out.stderr[-3000:]
-    assert "error: step 1: the rollout worker failed" in out.stderr
-    assert "train" in out.stderr and ".mp4" in out.stderr
+    failures = tmp_path / "run" / "data_failures.jsonl"
+    assert "error: step 1: none of the step's 2 records has media that can be loaded; every failed record" in out.stderr
+    assert str(failures) in out.stderr and "Traceback" not in out.stderr
+    rows = [json.loads(line) for line in failures.read_text().splitlines()]
+    assert len(rows) == 2 and all(r["step"] == 1 and r["reason"] == "corrupt" and r["where"].startswith(str(data)) for r in rows)
+    assert "**Data failures: the media of 2 training records" in (tmp_path / "run" / "report.md").read_text()
 
 
 def test_kl_reference_without_lora_is_a_reference_worker(tmp_path: Path, models: Path) -> None:

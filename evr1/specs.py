@@ -177,6 +177,9 @@ class DataSpec(Spec):
     """Training and validation data, and how their media are prepared.
 
     `data_root` is where media paths are resolved; by default each record file's own folder.
+    `max_failed_records`: the share of training records whose media may fail to load (each is
+    dropped and logged in `data_failures.jsonl`) before the run stops; at least one is allowed
+    unless it is 0.
     """
 
     train: tuple[str, ...] = ()  # record files or folders; one path alone is read as a one-element tuple
@@ -189,6 +192,7 @@ class DataSpec(Spec):
     cache: CacheSpec = Field(default_factory=CacheSpec)
     sampler: RegistryName("samplers") | None = None
     modality_ratio: dict[Literal["video", "image", "text"], Annotated[float, Field(ge=0)]] | None = None
+    max_failed_records: Annotated[float, Field(ge=0, le=1)] = 0.01
 
     @field_validator("train", "val", mode="before")
     @classmethod

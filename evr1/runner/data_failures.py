@@ -16,9 +16,9 @@ from typing import Any
 FAILURES_FILE = "data_failures.jsonl"
 
 
-def failure_limit(records: int) -> int:
-    """How many training records may fail before the run stops: 1% of them, at least 1."""
-    return max(1, records // 100)
+def failure_limit(records: int, share: float = 0.01) -> int:
+    """How many training records may fail before the run stops: `share` of them, at least 1 unless `share` is 0."""
+    return 0 if share == 0 else max(1, int(records * share))
 
 
 class DataFailures:
@@ -64,13 +64,13 @@ class DataFailures:
             self._where[split] = found
         return self._where[split].get(record_id)
 
-    def too_many(self, step: int, kept: int, sampled: int, records: int) -> str | None:
+    def too_many(self, step: int, kept: int, sampled: int, records: int, share: float = 0.01) -> str | None:
         """Why the run must stop after this step's training batch lost `sampled - kept` records (None: it goes on)."""
-        failed, limit = self.count("train"), failure_limit(records)
+        failed, limit = self.count("train"), failure_limit(records, share)
         if kept == 0:
             why = f"none of the step's {sampled} records has media that can be loaded"
         elif failed > limit:
-            why = f"{failed} of the {records} training records have media that cannot be loaded (at most {limit} may: 1%, at least 1)"
+            why = f"{failed} of the {records} training records have media that cannot be loaded (at most {limit} may: data.max_failed_records={share})"
         else:
             return None
         return (f"step {step}: {why}; every failed record, its file and line, media file and reason are in {self.path}."

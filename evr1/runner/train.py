@@ -349,7 +349,7 @@ class Trainer:
         the run); raises `TrainingError` when no record is left or too many failed."""
         self.failures.add(step, "train", failed.values())
         kept = [i for i in range(len(records)) if i not in failed]
-        stop = self.failures.too_many(step, len(kept), len(sampled), len(self.train.records))
+        stop = self.failures.too_many(step, len(kept), len(sampled), len(self.train.records), self.exp.data.max_failed_records)
         if stop:
             raise TrainingError(stop)
         return [records[i] for i in kept], [online[i] for i in kept]

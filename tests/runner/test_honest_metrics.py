@@ -88,11 +88,14 @@ def test_failures_are_logged_once_with_their_line_and_limit_the_run(tmp_path: Pa
     assert lines == [{"step": 3, "split": "train", "record": "7", "file": "x.mp4", "kind": "video", "reason": "corrupt",
                       "detail": "bad", "where": f"{records}:3"}]
     assert [failure_limit(n) for n in (1, 99, 100, 250)] == [1, 1, 1, 2]
+    assert [failure_limit(250, share) for share in (0.0, 0.001, 0.1, 1.0)] == [0, 1, 25, 250]
     assert failures.too_many(4, kept=1, sampled=2, records=50) is None  # 1 failed, 1 allowed
     assert "none of the step's 2 records" in failures.too_many(4, kept=0, sampled=2, records=50)
     failures.add(5, "train", [MediaFailure("a", "y.mp4", "video", "missing", "file not found")])
     stop = failures.too_many(5, kept=1, sampled=2, records=50)
     assert "2 of the 50 training records have media that cannot be loaded (at most 1 may" in stop
+    assert failures.too_many(5, kept=1, sampled=2, records=50, share=0.04) is None
+    assert "at most 0 may: data.max_failed_records=0.0" in failures.too_many(5, kept=1, sampled=2, records=50, share=0.0)
     assert str(tmp_path / "data_failures.jsonl") in stop
     restored = DataFailures(tmp_path, {})
     restored.load_state_dict(json.loads(json.dumps(failures.state_dict())))

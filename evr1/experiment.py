@@ -72,9 +72,11 @@ def format_validation_error(error: ValidationError, path: str) -> str:
     """One line per problem: `field.path: message (got value)`."""
     lines = []
     for err in error.errors():
-        where = path
-        for part in err["loc"]:
-            where = _join(where, part)
+        where, parts = path, list(err["loc"])
+        for i, part in enumerate(parts):
+            if part == "[key]":  # pydantic: the dict key just named is what is wrong
+                continue
+            where = _join(where, part) if i + 1 >= len(parts) or parts[i + 1] != "[key]" else f"{where} key {part!r}"
         got = f" (got {err['input']!r})" if err["type"] not in ("missing", "value_error") and "input" in err else ""
         message = err["msg"].removeprefix("Value error, ")
         lines.append(f"{where or '<experiment>'}: {message}{got}")
@@ -155,7 +157,12 @@ def parse_override(item: str) -> Override:
     path, sep, raw = item.partition("=")
     if not sep or not path.strip():
         raise ConfigError(f"--set expects PATH=VALUE (e.g. algo.clip_high=0.28), got {item!r}")
-    return Override(path=path.strip(), raw=raw, value=parse_value(raw))
+    try:
+        value = parse_value(raw)
+    except Evr1Error as exc:  # an unknown registry or name in `@registry:name`
+        message = exc.args[0] if exc.args else str(exc)
+        raise ConfigError(f"{path.strip()}: {message}") from None
+    return Override(path=path.strip(), raw=raw, value=value)
 
 
 def _fields_of(node: fdl.Config) -> list[str]:

@@ -328,12 +328,12 @@ class RewardSpec(Spec):
     judge: JudgeSpec = Field(default_factory=JudgeSpec)
     code: CodeSandboxSpec = Field(default_factory=CodeSandboxSpec)
 
-    @model_validator(mode="before")
+    @field_validator("routes", mode="before")
     @classmethod
-    def _route_aliases(cls, data: object) -> object:
-        if isinstance(data, dict) and isinstance(data.get("routes"), dict):  # "mcq" -> multiple_choice
-            data = {**data, "routes": {ProblemType.parse(k): v for k, v in data["routes"].items()}}
-        return data
+    def _route_aliases(cls, routes: object) -> object:
+        if isinstance(routes, dict):  # "mcq" -> multiple_choice
+            return {ProblemType.parse(k): v for k, v in routes.items()}
+        return routes
 
     @model_validator(mode="after")
     def _weights(self) -> RewardSpec:

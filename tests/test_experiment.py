@@ -161,6 +161,8 @@ def test_bad_experiment_files(project: Path) -> None:
         ("trainr.steps=3", "Experiment at <experiment> has no field 'trainr'. Did you mean 'trainer'?"),
         ("trainer.steps.x=3", "trainer.steps is a int value, not a spec with fields"),
         ("no_equals_sign", "--set expects PATH=VALUE"),
+        ("algo.advantage=@advantages:rlo", "algo.advantage: unknown advantages name 'rlo'. Did you mean 'rloo'?"),
+        ("algo.advantage=@advantage:rloo", "algo.advantage: unknown registry 'advantage' in '@advantage:rloo'."),
     ],
 )
 def test_unknown_override_paths(project: Path, item: str, message: str) -> None:
@@ -181,6 +183,8 @@ def test_unknown_override_paths(project: Path, item: str, message: str) -> None:
         ("rollout.temperature=0", "rollout: temperature=0 is greedy decoding, one response per prompt: set n=1 (got n=8)"),
         ("rollout.top_k=0", "rollout.top_k: must be -1 (off) or a positive number of tokens, got 0"),
         ("rollout.top_k=-2", "rollout.top_k: must be -1 (off) or a positive number of tokens, got -2"),
+        ("data.modality_ratio={'vid': 1.0}", "data.modality_ratio key 'vid': Input should be 'video', 'image' or 'text' (got 'vid')"),
+        ("reward.routes={'numerica': 'numerical'}", "reward.routes: unknown problem_type 'numerica'. Did you mean 'numerical'?"),
     ],
 )
 def test_wrong_values_name_the_field(project: Path, item: str, message: str) -> None:

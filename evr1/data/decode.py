@@ -163,5 +163,7 @@ def read_image(path: str | Path) -> np.ndarray:
     try:
         with Image.open(path) as image:
             return np.array(image.convert("RGB"))
+    except Image.DecompressionBombError as exc:  # over PIL's pixel limit: not an OSError
+        raise MediaError(str(path), "too_large", f"too large to decode: {exc}") from None
     except (UnidentifiedImageError, OSError, SyntaxError) as exc:
         raise MediaError(str(path), "corrupt", f"cannot read as an image: {exc}") from None

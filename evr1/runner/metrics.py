@@ -90,14 +90,21 @@ def sampled_accuracy(metrics: dict[str, float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def reward_metrics(router: Any, inputs: Sequence[Any], outputs: Sequence[Any], offline: Sequence[bool]) -> dict[str, float]:
+def reward_metrics(
+    router: Any, inputs: Sequence[Any], outputs: Sequence[Any], offline: Sequence[bool],
+    sampled: tuple[Sequence[Any], Sequence[Any]] | None = None,
+) -> dict[str, float]:
     """A step's reward metrics. Of the sampled (online) responses: `reward/<type>/*`, `reward/errors`,
     `reward/timeouts` and `reward/online_score` (absent when every row is curated); `reward/score`: the
     mean over every row the advantages see; of curated (offline) rows, when there are some:
     `reward/offline_score`, `reward/offline_accuracy` (over rows their reward applies to) and
-    `reward/offline_errors`."""
-    sampled = [k for k, o in enumerate(offline) if not o]
-    metrics = router.metrics([inputs[k] for k in sampled], [outputs[k] for k in sampled])
+    `reward/offline_errors`. `sampled`: (inputs, outputs) of every sampled response, when a mixer
+    replaced some of them (the online figures describe what the policy sampled, not what was kept).
+    """
+    if sampled is None:
+        rows = [k for k, o in enumerate(offline) if not o]
+        sampled = ([inputs[k] for k in rows], [outputs[k] for k in rows])
+    metrics = router.metrics(*sampled)
     if "reward/score" in metrics:
         metrics["reward/online_score"] = metrics.pop("reward/score")
     if outputs:

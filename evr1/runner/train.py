@@ -35,7 +35,12 @@ SAMPLES_FILE = "samples.jsonl"
 
 
 class TrainingError(Evr1Error):
-    """A worker failed; the message names the step and carries the worker's traceback."""
+    """A worker failed, or the data did; the message names the step (and a worker's traceback).
+
+    `metrics`: what the failing step had measured, logged before the run stops.
+    """
+
+    metrics: dict[str, float] | None = None
 
 
 def reward_input(record: Any, text: str, sample_id: str, shown: Mapping[str, Any] | None) -> Any:
@@ -212,17 +217,19 @@ class Trainer:
         None where the reward does not apply to the response.
 
         Also returns the reward outputs by (group, response index), so the responses the mixer keeps
-        are not scored (nor a remote judge asked) a second time.
+        are not scored (nor a remote judge asked) a second time, and every (input, output) pair (the
+        step's sampled-response metrics). A failed reward is None too: an outage is not a wrong answer.
         """
         flat = [(g, j, r) for g, group in enumerate(online) for j, r in enumerate(group)]
         ids = [f"{records[g].id}#{k}" for k, (g, _, _) in enumerate(flat)]
-        _, outputs = self.score([records[g] for g, _, _ in flat], [r.text for _, _, r in flat], ids, step, shown)
+        inputs, outputs = self.score([records[g] for g, _, _ in flat], [r.text for _, _, r in flat], ids, step, shown)
         scores: list[list[float | None]] = [[] for _ in online]
         scored = {}
         for (g, j, r), out in zip(flat, outputs):
-            scores[g].append(out.components.get("accuracy", out.score) if out.applicable else None)
+            usable = out.applicable and out.error is None
+            scores[g].append(out.components.get("accuracy", out.score) if usable else None)
             scored[(g, j)] = (r.text, out)
-        return scores, scored
+        return scores, scored, (inputs, outputs)
 
     def score_groups(self, records: Sequence[Any], flat: Sequence[tuple[int, Any]], step: int,
                      scored: dict | None = None, shown: Mapping[str, Any] | None = None) -> tuple[list, list]:
@@ -283,6 +290,9 @@ class Trainer:
         exp, timer = self.exp, PhaseTimer()
         sampled = [self.train.records[i] for i in self.sampler.sample(exp.trainer.prompts_per_step)]
         records = [r for r in sampled if not self.failures.skipped("train", r.id)]
+        if not records:  # every record drawn failed at an earlier step: nothing to train on, nothing new failed
+            return {"data/dropped_records": float(len(sampled)), "data/failed_records": float(self.failures.count("train")),
+                    "data/empty_step": 1.0, **timer.metrics()}
         counts = [self.mixer.online_count(r, step) if self.mixer else exp.rollout.n for r in records]
         with timer("rollout"):
             online, media, shown, failed = self._get(
@@ -292,11 +302,12 @@ class Trainer:
         metrics: dict[str, float] = {
             **media, "data/dropped_records": float(len(sampled) - len(records)), "data/failed_records": float(self.failures.count("train")),
         }
+        all_sampled = None  # every sampled response's (inputs, outputs), when the mixer drops some of them
         if self.mixer is not None:
             online_scores, scored = None, None
             if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
                 with timer("reward"):
-                    online_scores, scored = self.online_accuracy(records, online, step, shown)
+                    online_scores, scored, all_sampled = self.online_accuracy(records, online, step, shown)
             groups, mixed = self.mixer.mix(records, online, step=step, online_scores=online_scores)
             metrics.update(mixed)
         else:
@@ -304,7 +315,7 @@ class Trainer:
         flat = [(g, t) for g, group in enumerate(groups) for t in group]
         with timer("reward"):
             inputs, outputs = self.score_groups(records, flat, step, scored, shown)
-        metrics.update(reward_metrics(self.router, inputs, outputs, [t.offline for _, t in flat]))
+        metrics.update(reward_metrics(self.router, inputs, outputs, [t.offline for _, t in flat], all_sampled))
         items = [TrainItem(records[g], t.token_ids, t.logprobs, None, t.offline, g) for g, t in flat]
         if exp.algo.kl.enabled:
             with timer("reference"):
@@ -351,7 +362,10 @@ class Trainer:
         kept = [i for i in range(len(records)) if i not in failed]
         stop = self.failures.too_many(step, len(kept), len(sampled), len(self.train.records), self.exp.data.max_failed_records)
         if stop:
-            raise TrainingError(stop)
+            error = TrainingError(stop)
+            error.metrics = {"data/dropped_records": float(len(sampled) - len(kept)),  # logged before the run stops
+                             "data/failed_records": float(self.failures.count("train"))}
+            raise error
         return [records[i] for i in kept], [online[i] for i in kept]
 
     def log_samples(self, step: int, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
@@ -453,7 +467,9 @@ class Trainer:
                 )
                 if t.save_every and step % t.save_every == 0:
                     self.save(step)
-        except TrainingError:  # e.g. too many unreadable media: report what was logged, then fail
+        except TrainingError as exc:  # e.g. too many unreadable media: report what was logged, then fail
+            if getattr(exc, "metrics", None):
+                logger.log(self.current_step, exc.metrics)
             logger.close()
             write_report(self.run_dir, read_metrics(self.run_dir), self.exp.name)
             raise

@@ -61,3 +61,18 @@ def test_clip_outside_the_video(media_root) -> None:
     with pytest.raises(MediaError) as err:
         prepare_video(media_root / "small.mp4", VideoSpec(), Geometry(), start=5.0, end=9.0)  # the clip lasts 1.5 s
     assert err.value.reason == "bad_clip"
+
+
+def test_an_image_over_pils_pixel_limit_is_a_media_error(tmp_path, monkeypatch) -> None:
+    """PIL refuses images over twice `MAX_IMAGE_PIXELS` with an error that is no OSError: it must still
+    become a record's media failure, not end a training run."""
+    import numpy as np
+    from PIL import Image
+
+    from evr1.data.decode import read_image
+
+    Image.fromarray(np.zeros((64, 64, 3), np.uint8)).save(tmp_path / "big.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 4,096 px is over 2 x 100
+    with pytest.raises(MediaError) as err:
+        read_image(tmp_path / "big.png")
+    assert err.value.reason == "too_large" and "big.png" in str(err.value)

@@ -37,6 +37,18 @@ def test_k1_of_4_the_headline_is_the_sampled_rows() -> None:
     assert sampled_accuracy(m) == 0.0
 
 
+def test_a_threshold_mixers_dropped_samples_still_count_as_sampled() -> None:
+    # two groups of 4 sampled answers: all wrong and all right (accuracy 0.5); the mixer replaced one wrong
+    # answer of the low group by a curated right one: the kept online rows alone would read 3 of 7
+    sampled = ([_inp("multiple_choice")] * 8, [_out(0.0)] * 4 + [_out(1.0)] * 4)
+    kept_inputs = [_inp("multiple_choice")] * 8
+    kept = [_out(0.0)] * 3 + [_out(1.0)] + [_out(1.0)] * 4
+    m = reward_metrics(RewardRouter(), kept_inputs, kept, [False, False, False, True] + [False] * 4, sampled)
+    assert m["reward/multiple_choice/accuracy"] == 0.5 and m["reward/multiple_choice/count"] == 8.0
+    assert m["reward/score"] == pytest.approx((0.1 * 3 + 1.0 * 5) / 8)  # the rows the advantages see
+    assert m["reward/offline_score"] == pytest.approx(1.0)
+
+
 def test_without_curated_rows_online_score_equals_score_and_no_offline_keys() -> None:
     inputs = [_inp("multiple_choice"), _inp("multiple_choice"), _inp("numerical")]
     outputs = [_out(1.0), _out(0.0), _out(0.5, 0.0)]
@@ -89,6 +101,7 @@ def test_failures_are_logged_once_with_their_line_and_limit_the_run(tmp_path: Pa
                       "detail": "bad", "where": f"{records}:3"}]
     assert [failure_limit(n) for n in (1, 99, 100, 250)] == [1, 1, 1, 2]
     assert [failure_limit(250, share) for share in (0.0, 0.001, 0.1, 1.0)] == [0, 1, 25, 250]
+    assert [failure_limit(100, share) for share in (0.29, 0.57, 0.07)] == [29, 57, 7]  # not 28, 56, 7
     assert failures.too_many(4, kept=1, sampled=2, records=50) is None  # 1 failed, 1 allowed
     assert "none of the step's 2 records" in failures.too_many(4, kept=0, sampled=2, records=50)
     failures.add(5, "train", [MediaFailure("a", "y.mp4", "video", "missing", "file not found")])
@@ -100,3 +113,25 @@ def test_failures_are_logged_once_with_their_line_and_limit_the_run(tmp_path: Pa
     restored = DataFailures(tmp_path, {})
     restored.load_state_dict(json.loads(json.dumps(failures.state_dict())))
     assert restored.state_dict() == {"train": ["7", "a"]} and restored.skipped("train", "a") and not restored.skipped("val", "a")
+
+
+def test_a_step_drawing_only_records_skipped_earlier_trains_nothing_and_goes_on(tmp_path: Path) -> None:
+    """Two of 400 records failed at earlier steps (the limit is 4); a later step that draws exactly those two
+    has nothing to roll out: it is logged as an empty step, and the run is not stopped (nothing new failed)."""
+    from types import SimpleNamespace
+
+    from evr1.runner.train import Trainer
+
+    failures = DataFailures(tmp_path, {})
+    failures.add(3, "train", [MediaFailure("r0", "v.mp4", "video", "corrupt", "x")])
+    failures.add(9, "train", [MediaFailure("r2", "v.mp4", "video", "corrupt", "x")])
+    trainer = SimpleNamespace(
+        exp=SimpleNamespace(trainer=SimpleNamespace(prompts_per_step=2)),
+        sampler=SimpleNamespace(sample=lambda count: [0, 2]),
+        train=SimpleNamespace(records=[SimpleNamespace(id=f"r{i}") for i in range(400)]),
+        failures=failures,
+    )
+    metrics = Trainer.step(trainer, 20)
+    assert {k: metrics[k] for k in ("data/dropped_records", "data/failed_records", "data/empty_step")} == {
+        "data/dropped_records": 2.0, "data/failed_records": 2.0, "data/empty_step": 1.0}
+    assert "timing/step" in metrics  # the progress bar reads it

@@ -150,6 +150,8 @@ def test_a_batch_of_unloadable_media_stops_the_run_naming_the_failures(tmp_path:
     rows = [json.loads(line) for line in failures.read_text().splitlines()]
     assert len(rows) == 2 and all(r["step"] == 1 and r["reason"] == "corrupt" and r["where"].startswith(str(data)) for r in rows)
     assert "**Data failures: the media of 2 training records" in (tmp_path / "run" / "report.md").read_text()
+    stopped = [r for r in read_metrics(tmp_path / "run") if r["step"] == 1]  # the failing step is logged too
+    assert [r["data/dropped_records"] for r in stopped] == [2.0]
 
 
 def test_kl_reference_without_lora_is_a_reference_worker(tmp_path: Path, models: Path) -> None:

@@ -35,17 +35,27 @@ def check(
     probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Open every media file (video header and first frame, images) to find unreadable ones.")] = True,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write every problem to this report (.json or .md).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
+    decoder: Annotated[str, typer.Option(help="Open videos with this decoder (pyav or decord): the experiment's video.decoder.")] = "pyav",
 ) -> None:
     """Validate records, their reference answers (as their rewards read them), curated answers and their
     media; print counts by problem type and modality. Exit 1 on any error or missing/unreadable media file."""
     from tqdm import tqdm
 
-    from evr1.data.check import check_data, write_report
+    from evr1.data.check import check_data, check_report_path, write_report
+    from evr1.data.decode import check_decoder
+    from evr1.errors import ConfigError
+
+    if out is not None:
+        check_report_path(out)
+    try:
+        check_decoder(decoder)
+    except ValueError as exc:
+        raise ConfigError(f"--decoder: {exc}") from None
 
     def bar(total: int) -> tqdm:
         return tqdm(total=total, unit="file", desc="probing media", disable=None if total >= 50 else True, dynamic_ncols=True)
 
-    result = check_data(files, data_root, probe=probe, progress=bar)
+    result = check_data(files, data_root, probe=probe, progress=bar, decoder=decoder)
     errors, warnings = result.of("error"), result.of("warning")
     shown: Counter[str] = Counter()
     for problem in result.problems:  # in file and line order, at most max_shown of each severity

@@ -55,7 +55,14 @@ def build_spec(settings: list[str], routes: list[str], experiment: str | None = 
         reward = cfg.__arguments__.get("reward", reward)
     root = fdl.Config(_root, reward=reward)
     share_instances(root)  # a RewardSpec instance in the experiment becomes an editable Config
-    apply_overrides(root, [item if item.strip().startswith("reward.") else f"reward.{item.strip()}" for item in settings])
+    for item in settings:
+        given = item.strip()
+        path = given if given.startswith("reward.") else f"reward.{given}"
+        try:
+            apply_overrides(root, [path])
+        except ConfigError as exc:  # echo the setting as typed, not with the prefix added here
+            user_path = given.partition("=")[0].strip()
+            raise ConfigError(str(exc).replace(f"reward.{user_path}", user_path) if path != given else str(exc)) from None
     if routes:
         table = dict(root.reward.__arguments__.get("routes", {}))
         for item in routes:

@@ -3,9 +3,13 @@
 Errors: records that break the schema (`scan_records`), reference answers their reward cannot read
 (`evr1.rewards.reference_check`), temporal answers that are reversed or end after their clip,
 record files that do not exist; media files that are missing or cannot be opened (the probe
-opens each video's container, reads its frame count and rate and decodes its first frame, and
-decodes each image, with the decoders training uses). Warnings: a multiple-choice question with
-no options anywhere, a curated `offline_response` its reward scores below 1.
+opens each video's container, reads its frame count and rate and decodes its first frame with the
+decoder given, PyAV by default as in training (`VideoSpec.decoder`), and decodes each image with
+Pillow, as training does). Warnings: a multiple-choice question with no options anywhere, a curated
+`offline_response` its reward scores below 1 — for the types whose reward is right or wrong
+(multiple_choice, numerical, math, boolean, preference) only: the others are scored by similarity
+(ROUGE, IoU, edit distance, tests passed), where a correct paraphrase or a slightly different box
+scores below 1, so a score below 1 says nothing about whether the curated answer is right.
 """
 
 from __future__ import annotations
@@ -22,11 +26,15 @@ from typing import Any, Literal
 from evr1.data.decode import VideoInfo, probe_video, read_frames, read_image
 from evr1.data.media import FRAME_FACTOR, MediaError
 from evr1.data.records import Located, MediaRef, Record, RecordError, record_files, scan_records
-from evr1.errors import Evr1Error
+from evr1.errors import ConfigError, Evr1Error
 from evr1.problem_types import ProblemType
 
 Severity = Literal["error", "warning"]
 _TIMED = (ProblemType.TEMPORAL_GROUNDING, ProblemType.SPATIAL_TEMPORAL_GROUNDING)
+# Types whose default reward scores right (1) or wrong (0): only there a curated answer below 1 is wrong.
+EXACT_TYPES = frozenset({ProblemType.MULTIPLE_CHOICE, ProblemType.NUMERICAL, ProblemType.MATH, ProblemType.BOOLEAN,
+                         ProblemType.PREFERENCE})
+REPORT_SUFFIXES = (".json", ".md")
 _LISTED_OPTION = r"(?<![A-Za-z0-9])\(?{}[.):]\s*\S"
 
 
@@ -151,11 +159,11 @@ def _files(paths: Sequence[Path], result: CheckResult) -> list[Path]:
 
 def check_data(
     paths: Sequence[Path], data_root: Path | None = None, *, probe: bool = True, workers: int = 4,
-    progress: Callable[[int], Any] | None = None,
+    progress: Callable[[int], Any] | None = None, decoder: str = "pyav",
 ) -> CheckResult:
     """Every problem of the record files (or folders) `paths`, in file and line order; see the module doc.
 
-    `progress(total)` returns a tqdm-like bar (`update`, `close`) for the media probe.
+    `progress(total)` returns a tqdm-like bar (`update`, `close`) for the media probe; `decoder` opens the videos.
     """
     from evr1.rewards.reference_check import offline_warnings, reference_errors
 
@@ -175,7 +183,7 @@ def check_data(
         root = data_root if data_root is not None else where.file.parent
         for ref in record.media:
             users.setdefault((root / ref.path, ref.kind), []).append((where, record))
-    videos = _check_media(users, result, probe, workers, progress)
+    videos = _check_media(users, result, probe, workers, progress, decoder)
 
     def add(severity: Severity, i: int, field_name: str, message: str | None) -> None:
         if message:
@@ -186,7 +194,8 @@ def check_data(
     for i, message in enumerate(unreadable):
         add("error", i, "answer", message)
     readable = [i for i, message in enumerate(unreadable) if message is None]
-    for i, message in zip(readable, offline_warnings([records[i][1] for i in readable])):
+    exact = [i for i in readable if records[i][1].problem_type in EXACT_TYPES]
+    for i, message in zip(exact, offline_warnings([records[i][1] for i in exact])):
         add("warning", i, "offline_response", message)
     for i in readable:
         where, record = records[i]
@@ -200,7 +209,7 @@ def check_data(
 
 
 def _check_media(users: dict[tuple[Path, str], list[tuple[Located, Record]]], result: CheckResult, probe: bool,
-                 workers: int, progress: Callable[[int], Any] | None) -> dict[Path, VideoInfo]:
+                 workers: int, progress: Callable[[int], Any] | None, decoder: str) -> dict[Path, VideoInfo]:
     """Record missing (and, probing, unreadable) media in `result`; returns the info of the videos probed."""
     present = [key for key in users if key[0].is_file()]
     failed: dict[tuple[Path, str], MediaError] = {
@@ -210,7 +219,7 @@ def _check_media(users: dict[tuple[Path, str], list[tuple[Located, Record]]], re
     if probe and present:
         bar = progress(len(present)) if progress is not None else None
         with ThreadPoolExecutor(max(1, workers)) as pool:
-            for key, outcome in zip(present, pool.map(_probe_one, present)):
+            for key, outcome in zip(present, pool.map(lambda key: _probe_one(key, decoder), present)):
                 if isinstance(outcome, MediaError):
                     failed[key] = outcome
                 elif outcome is not None:
@@ -229,30 +238,48 @@ def _first_use(uses: list[tuple[Located, Record]]) -> tuple[str, int]:
     return str(uses[0][0].file), uses[0][0].line
 
 
-def _probe_one(key: tuple[Path, str]) -> VideoInfo | MediaError | None:
+def _probe_one(key: tuple[Path, str], decoder: str) -> VideoInfo | MediaError | None:
     try:
-        return probe_media(*key)
+        return probe_media(*key, decoder)
     except MediaError as exc:
         return exc
 
 
+def check_report_path(out: Path) -> None:
+    """Refuse (`ConfigError`) a report path that cannot be written: not .json or .md, a folder, or under a file.
+    Call it before checking, so that a bad `--out` does not wait for the whole probe."""
+    if out.suffix not in REPORT_SUFFIXES:
+        raise ConfigError(f"--out {out}: the report is .json or .md")
+    if out.is_dir():
+        raise ConfigError(f"--out {out}: is a folder; name a .json or .md file")
+    parent = next(p for p in out.absolute().parents if p.exists())  # the root always exists
+    if not parent.is_dir():
+        raise ConfigError(f"--out {out}: {parent} is a file, not a folder")
+
+
 def write_report(result: CheckResult, out: Path) -> Path:
-    """Every problem, as JSON (`.json`) or Markdown (`.md`)."""
-    if out.suffix not in (".json", ".md"):
-        raise Evr1Error(f"--out {out}: the report is .json or .md")
+    """Every problem, as JSON (`.json`) or Markdown (`.md`); missing folders of `out` are made."""
+    check_report_path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(_report_text(result, out.suffix), encoding="utf-8")
+    except OSError as exc:
+        raise Evr1Error(f"--out {out}: cannot write the report ({exc.strerror or exc})") from None
+    return out
+
+
+def _report_text(result: CheckResult, suffix: str) -> str:
     summary = {"files": result.files, "records": result.records, "valid": result.valid, "media_probed": result.probed,
                "errors": len(result.of("error")), "warnings": len(result.of("warning")),
                "missing_media": len(result.media_of(True)), "unreadable_media": len(result.media_of(False))}
-    if out.suffix == ".json":
+    if suffix == ".json":
         counts = [{"problem_type": p, "modality": m, "records": n} for (p, m), n in sorted(result.counts.items())]
         body = {**summary, "counts": counts, "problems": [asdict(p) for p in result.problems],
                 "media": [asdict(m) for m in result.media]}
-        out.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        return out
+        return json.dumps(body, indent=1, ensure_ascii=False) + "\n"
     lines = ["# evr1 data check", "", *(f"- {k.replace('_', ' ')}: {v}" for k, v in summary.items() if k != "files"),
              "", "Files: " + ", ".join(f"`{f}`" for f in result.files)]
     for title, items in (("Errors", result.of("error")), ("Warnings", result.of("warning")), ("Media", result.media)):
         if items:
             lines += ["", f"## {title} ({len(items)})", "", *(f"- {item}" for item in items)]
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return out
+    return "\n".join(lines) + "\n"

@@ -171,8 +171,9 @@ def _json_values(file: Path) -> Iterator[Located]:
     try:
         if not text.startswith("[", pos):
             value, end = decoder.raw_decode(text, pos)
-            if _skip_space(text, end) != len(text):
-                raise json.JSONDecodeError("extra data after the JSON value", text, _skip_space(text, end))
+            if (after := _skip_space(text, end)) != len(text):
+                lines_of_json = "\n" not in text[pos:end] and "\n" in text[end:after]  # one value per line
+                raise _NotRead("extra data after the JSON value", text, after, lines_of_json)
             yield Located(file, lines.at(pos), value)
             return
         pos = _skip_space(text, pos + 1)
@@ -193,7 +194,19 @@ def _json_values(file: Path) -> Iterator[Located]:
         if _skip_space(text, pos) != len(text):
             raise json.JSONDecodeError("extra data after the JSON array", text, _skip_space(text, pos))
     except json.JSONDecodeError as exc:
-        yield Located(file, exc.lineno, RecordError(file, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno})"))
+        if isinstance(exc, _NotRead) and exc.lines_of_json:
+            hint = "nothing of this file was read: it looks like JSON lines (one record per line), so rename it .jsonl"
+        else:
+            hint = "the rest of the file was not read"
+        yield Located(file, exc.lineno, RecordError(file, exc.lineno, None, f"malformed JSON: {exc.msg} (column {exc.colno}); {hint}"))
+
+
+class _NotRead(json.JSONDecodeError):
+    """Text after a whole top-level JSON value; `lines_of_json` when that value sat on its own line."""
+
+    def __init__(self, msg: str, doc: str, pos: int, lines_of_json: bool) -> None:
+        super().__init__(msg, doc, pos)
+        self.lines_of_json = lines_of_json
 
 
 def _skip_space(text: str, pos: int) -> int:

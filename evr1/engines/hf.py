@@ -29,6 +29,8 @@ _WRAPPER_PREFIXES = ("module.", "_orig_mod.")
 class HFEngine:
     """Rollouts from a transformers Qwen-VL model held by this engine (its own copy of the weights)."""
 
+    version: int  # weight updates received
+
     def __init__(
         self,
         model: Any,

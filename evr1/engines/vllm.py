@@ -66,6 +66,8 @@ def _load_on_worker(worker: Any, batch: list[tuple[str, Any]]) -> int:
 class VLLMEngine:
     """Rollouts from vLLM, with the weights the learner sends; colocated or on GPUs of its own."""
 
+    version: int  # weight updates received
+
     def __init__(
         self,
         llm: Any,

@@ -6,11 +6,11 @@ Media and prompts for upcoming samples are prepared in a thread pool while the r
 on the current batch. Each scored sample is appended to `<run_dir>/<benchmark>/samples.jsonl`
 (and flushed) as soon as its batch is done; a rerun skips the ids done there and retries the
 failed ones (a failed scoring on the stored response, without generating again), so an
-interrupted run resumes without duplicating or skipping any sample. The settings the samples are made
-under are kept beside them (`settings.json`): a resume under others is refused, naming the settings
-that differ. A batch the responder fails
-on is retried one sample at a time; a sample that still fails is a failed row, and many failures
-in a row stop the run (the engine is broken). Failed and unparsed samples score 0 and stay in
+interrupted run resumes without duplicating or skipping any sample. The settings the samples are
+made under are kept beside them (`settings.json`, written whole or not at all): a resume under
+others is refused, naming the settings that differ, and so is one beside a `settings.json` that
+cannot be read. A batch the responder fails on is retried one sample at a time; a sample that
+still fails is a failed row, and many failures in a row stop the run (the engine is broken). Failed and unparsed samples score 0 and stay in
 every denominator.
 """
 
@@ -92,13 +92,27 @@ def settings_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
 
 def recorded_settings(folder: Path) -> dict[str, Any] | None:
     """The settings the samples in `folder` were made under: its `settings.json`, else (a folder written before
-    there was one) the settings of its `results.json`; None when neither is there."""
+    there was one) the settings of its `results.json`; None when neither is there. A file that cannot be read
+    is an `Evr1Error` naming it (never taken as "no settings": that would let other settings through)."""
     if (folder / SETTINGS_FILE).is_file():
-        return json.loads((folder / SETTINGS_FILE).read_text(encoding="utf-8"))
+        return _json_object(folder / SETTINGS_FILE)
     if (folder / "results.json").is_file():
-        settings = json.loads((folder / "results.json").read_text(encoding="utf-8")).get("settings")
+        settings = _json_object(folder / "results.json").get("settings")
         return {k: v for k, v in settings.items() if k != "judge"} if isinstance(settings, dict) else None
     return None
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`; an `Evr1Error` saying what to do when it is empty, torn or not an object."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+        why = None if isinstance(value, dict) else "does not hold a JSON object"
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        why = "is empty" if not path.read_bytes().strip() else f"is not valid JSON ({exc})"
+    if why is not None:
+        raise Evr1Error(f"{path} {why}, so the settings of the samples beside it are unknown: delete it to resume (each"
+                        " sample's own settings id is still checked), or use another output directory")
+    return value
 
 
 def check_settings(folder: Path, settings: Mapping[str, Any]) -> None:
@@ -116,7 +130,15 @@ def check_settings(folder: Path, settings: Mapping[str, Any]) -> None:
 
 def record_settings(folder: Path, settings: Mapping[str, Any]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / SETTINGS_FILE).write_text(json.dumps(settings, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    write_atomic(folder / SETTINGS_FILE, json.dumps(settings, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` by `text` in one step (a temporary sibling renamed over it): a killed run leaves the old
+    file or the new one, never a torn one."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def parsed_answer(record: Record, response: str) -> str | None:
@@ -149,9 +171,7 @@ def read_log(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 def write_samples(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Replace the samples file by `rows` (one per id), atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows))
 
 
 def read_samples(path: Path, sid: str) -> dict[str, dict[str, Any]]:
@@ -337,5 +357,5 @@ def evaluate_benchmark(bench: Benchmark, records: Sequence[Record], responder: R
     if not (folder / SETTINGS_FILE).is_file():  # samples of unrecorded settings were resumed: all are under these now
         record_settings(folder, settings)
     result = summarize(bench, records, rows, {**settings, "judge": judge} if judge else settings, notes)
-    (folder / "results.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    write_atomic(folder / "results.json", json.dumps(result, indent=2, default=str))
     return result

@@ -2,11 +2,13 @@
 
 Built-in components register themselves in the modules listed here, which are imported on the
 first lookup (never at `import evr1`). Each registry whose entries evr1 calls checks, when an
-entry is registered, that it accepts the call evr1 makes (`CONVENTIONS`, documented in
-docs/plugins.md): a wrong signature fails at registration, naming the problem, not at step 1.
+entry is registered, that it accepts the calls evr1 makes, its methods included, and has the
+attributes evr1 reads (`CONVENTIONS`, documented in docs/plugins.md): a wrong signature fails at
+registration, naming the problem, not at step 1.
 """
 
 from evr1.registry.base import (
+    Call,
     Convention,
     Description,
     DuplicateNameError,
@@ -21,47 +23,48 @@ from evr1.registry.base import (
 
 # How evr1 calls each registry's entries (the call sites: evr1/rewards/execution.py,
 # evr1/runner/advantages.py, evr1/runner/learner.py, evr1/runner/train.py, evr1/runner/actors.py,
-# evr1/eval/lmms/model.py, evr1/models/loading.py).
+# evr1/eval/responders.py, evr1/eval/lmms/model.py, evr1/models/loading.py).
 CONVENTIONS: dict[str, Convention] = {
-    "rewards": Convention("fn(inputs, spec) -> list (or @per_sample fn(input, spec))", positional=("inputs", "spec")),
+    "rewards": Convention(text="fn(inputs, spec) -> list (or @per_sample fn(input, spec))", positional=("inputs", "spec")),
     "advantages": Convention(
-        "fn(scores, group_ids, response_mask, *, spec, offline=None) -> Tensor[B, T]",
+        text="fn(scores, group_ids, response_mask, *, spec, offline=None) -> Tensor[B, T]",
         positional=("scores", "group_ids", "response_mask"),
         keywords=("spec", "offline"),
     ),
     "policy_losses": Convention(
-        "fn(logprobs, old_logprobs, advantages, response_mask, *, spec, normaliser, offline=None,"
+        text="fn(logprobs, old_logprobs, advantages, response_mask, *, spec, normaliser, offline=None,"
         " behaviour_logprobs=None, ref_logprobs=None, entropy=None, kl_coef=None) -> (loss, metrics)",
         positional=("logprobs", "old_logprobs", "advantages", "response_mask"),
         keywords=("spec", "normaliser", "offline", "entropy", "kl_coef"),
         sometimes=("behaviour_logprobs", "ref_logprobs"),
     ),
     "mixers": Convention(
-        "class Mixer(spec, n, *, records, tokenizer, stop_token_id, max_tokens) with"
-        " online_count(record, step), mix(records, online, *, step, online_scores), uses_online_scores",
+        text="class Mixer(spec, n, *, records, tokenizer, stop_token_id, max_tokens) with online_count(record, step),"
+        " mix(records, online, *, step, online_scores) and an attribute uses_online_scores",
         positional=("spec", "n"),
         keywords=("records", "tokenizer", "stop_token_id", "max_tokens"),
-        methods=("online_count", "mix"),
+        methods={"online_count": Call(("record", "step")), "mix": Call(("records", "online"), ("step", "online_scores"))},
+        attributes=("uses_online_scores",),
     ),
     "samplers": Convention(
-        "class Sampler(modalities, *, seed, ratios) with sample(count), state_dict(), load_state_dict(state)",
+        text="class Sampler(modalities, *, seed, ratios) with sample(count), state_dict(), load_state_dict(state)",
         positional=("modalities",),
         keywords=("seed", "ratios"),
-        methods=("sample", "state_dict", "load_state_dict"),
+        methods={"sample": Call(("count",)), "state_dict": Call(), "load_state_dict": Call(("state",))},
     ),
     "engines": Convention(
-        "class Engine with classmethod from_spec(model, rollout, *, device=...), generate(prompts, params),"
-        " load_weights(weights), sync_from(model), version",
+        text="class Engine with classmethod from_spec(model, rollout, *, device=...), generate(prompts, params),"
+        " load_weights(weights) and an attribute version (an int each load_weights increments)",
         positional=("model", "rollout"),
         sometimes=("device",),
         through="from_spec",
-        methods=("from_spec", "generate", "load_weights", "sync_from"),
+        methods={"generate": Call(("prompts", "params")), "load_weights": Call(("weights",))},
+        attributes=("version",),
     ),
     "models": Convention(
-        "an object with materialize(cache_dir) -> Path (and optionally family)",
+        text="an object with materialize(cache_dir) -> Path (and optionally family)",
         positional=("cache_dir",),
         through="materialize",
-        methods=("materialize",),
     ),
 }
 
@@ -106,6 +109,7 @@ __all__ = [
     "REGISTRIES",
     "REWARDS",
     "SAMPLERS",
+    "Call",
     "Convention",
     "Description",
     "DuplicateNameError",

@@ -6,8 +6,8 @@ import importlib
 import importlib.util
 import inspect
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Generic, TypeVar
 
@@ -80,24 +80,31 @@ def is_instance_of(*types: type) -> Check:
 
 
 @dataclass(frozen=True)
-class Convention:
-    """How evr1 calls a registry's entries, checked when one is registered (see `called_as`).
+class Call:
+    """One call evr1 makes: `positional` arguments (their names only document them), `keywords` passed by name on
+    every call, `sometimes` passed by name on some calls only (so they need a default)."""
 
-    `positional`: the arguments passed by position (their names only document them); `keywords`:
-    passed by name on every call; `sometimes`: passed by name on some calls only, so they need a
-    default; `through`: the attribute that is called (`from_spec` of an engine class) instead of
-    the entry itself; `methods`: attributes the entry must have; `text`: the call as documented.
-    """
-
-    text: str
     positional: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     sometimes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Convention(Call):
+    """How evr1 uses a registry's entries, checked when one is registered (see `called_as`).
+
+    The entry itself (or its `through` attribute, e.g. `from_spec` of an engine class) is called as the
+    inherited `Call` fields say; `methods`: the methods evr1 calls on the entry or on the instance it builds, and
+    how; `attributes`: what evr1 reads from it; `text`: the whole convention as documented.
+    """
+
+    text: str
     through: str | None = None
-    methods: tuple[str, ...] = ()
+    methods: Mapping[str, Call] = field(default_factory=dict)
+    attributes: tuple[str, ...] = ()
 
 
-def call_problems(sig: inspect.Signature, convention: Convention) -> list[str]:
+def call_problems(sig: inspect.Signature, convention: Call) -> list[str]:
     """What stops `sig` from accepting every call described by `convention` (empty when nothing does)."""
     params = list(sig.parameters.values())
     var_pos = any(p.kind is p.VAR_POSITIONAL for p in params)
@@ -136,30 +143,58 @@ def call_problems(sig: inspect.Signature, convention: Convention) -> list[str]:
 
 
 def called_as(convention: Convention) -> Check:
-    """A registration check: the entry (or its `through` attribute) accepts every call evr1 makes,
-    and has the `methods` evr1 uses."""
+    """A registration check: the entry (or its `through` attribute) accepts every call evr1 makes, its `methods`
+    accept theirs, and it has the `attributes` evr1 reads."""
 
     def check(name: str, obj: Any) -> None:
-        absent = [m for m in convention.methods if not callable(getattr(obj, m, None))]
+        wanted = ([convention.through] if convention.through else []) + list(convention.methods)
+        absent = [m for m in wanted if not callable(getattr(obj, m, None))]
         if absent:
             raise RegistrationError(f"has no method(s) {', '.join(absent)}. Expected: {convention.text}")
-        target = getattr(obj, convention.through) if convention.through else obj
-        what = convention.through or "it"
-        if not callable(target):
-            raise RegistrationError(f"{what} must be callable, got {type(target).__name__}. Expected: {convention.text}")
-        try:
-            sig = inspect.signature(target)
-        except (TypeError, ValueError):  # a builtin without a signature: nothing to check
-            return
-        problems = call_problems(sig, convention)
-        if problems:
-            label = getattr(target, "__qualname__", None) or type(target).__name__
-            hint = " (add **kwargs to take keywords you do not use)" if any(p.startswith("unexpected") for p in problems) else ""
+        unset = [a for a in convention.attributes if not _has_attribute(obj, a)]
+        if unset:
             raise RegistrationError(
-                f"{label}{sig} cannot be called the way evr1 calls it: {'; '.join(problems)}. Expected: {convention.text}{hint}"
+                f"has no attribute(s) {', '.join(unset)}, which evr1 reads (set it on the class, or declare it in the"
+                f" class body, e.g. `{unset[0]}: int`). Expected: {convention.text}"
             )
+        target = getattr(obj, convention.through) if convention.through else obj
+        calls = [(target, convention.through or "it", convention)]
+        calls += [(getattr(obj, m), m, _as_method(obj, m, call)) for m, call in convention.methods.items()]
+        for function, what, call in calls:
+            _check_call(function, what, call, convention.text)
 
     return check
+
+
+def _as_method(obj: Any, name: str, call: Call) -> Call:
+    """`call` of method `name` as seen through `obj`: a plain function of a class also takes the instance first."""
+    if inspect.isclass(obj) and inspect.isfunction(inspect.getattr_static(obj, name)):
+        return Call(("self", *call.positional), call.keywords, call.sometimes)
+    return call
+
+
+def _check_call(function: Any, what: str, call: Call, expected: str) -> None:
+    if not callable(function):
+        raise RegistrationError(f"{what} must be callable, got {type(function).__name__}. Expected: {expected}")
+    try:
+        sig = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return
+    problems = call_problems(sig, call)
+    if problems:
+        label = getattr(function, "__qualname__", None) or type(function).__name__
+        hint = " (add **kwargs to take keywords you do not use)" if any(p.startswith("unexpected") for p in problems) else ""
+        raise RegistrationError(
+            f"{label}{sig} cannot be called the way evr1 calls it: {'; '.join(problems)}. Expected: {expected}{hint}"
+        )
+
+
+def _has_attribute(obj: Any, name: str) -> bool:
+    """Whether `obj` has attribute `name`; for a class, also one declared for its instances (`name: int` in
+    the class body, as `RolloutEngine` declares `version`)."""
+    if hasattr(obj, name):
+        return True
+    return inspect.isclass(obj) and any(name in getattr(k, "__annotations__", {}) for k in obj.__mro__)
 
 
 def _module_exists(name: str) -> bool:

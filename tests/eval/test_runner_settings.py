@@ -57,3 +57,29 @@ def test_a_folder_without_settings_json_is_diffed_against_its_results(bench_root
     recorded = json.loads((tmp_path / "minerva" / "settings.json").read_text())
     rows = [json.loads(line) for line in (tmp_path / "minerva" / "samples.jsonl").read_text().splitlines()]
     assert {r["settings_id"] for r in rows} == {settings_id(recorded)}
+
+
+@pytest.mark.parametrize(("content", "why"), [(b"", "is empty"), (b'{"max_response_tokens": 6', "is not valid JSON"),
+                                              (b"[1, 2]", "does not hold a JSON object")])
+def test_an_unreadable_settings_json_is_refused_naming_it(bench_root: Path, tmp_path: Path, content: bytes, why: str) -> None:
+    evaluate(EvalSpec(max_response_tokens=64), ScriptedResponder({}), tmp_path, benchmarks=["minerva"], data_root=bench_root)
+    settings = tmp_path / "minerva" / "settings.json"
+    settings.write_bytes(content)  # a torn write (or a hand edit)
+    for tokens in (64, 128):  # under the same settings or others: what the samples were made with is unknown
+        with pytest.raises(Evr1Error) as info:
+            evaluate(EvalSpec(max_response_tokens=tokens), ScriptedResponder({}), tmp_path, benchmarks=["minerva"],
+                     data_root=bench_root)
+        assert str(info.value).startswith(f"{settings} {why}") and "delete it to resume" in str(info.value)
+    assert settings.read_bytes() == content  # never rewritten over
+    settings.unlink()  # as the message says: other settings are still refused (here through results.json)
+    with pytest.raises(Evr1Error, match=r"other settings \(max_response_tokens: 64 -> 128\)"):
+        evaluate(EvalSpec(max_response_tokens=128), ScriptedResponder({}), tmp_path, benchmarks=["minerva"], data_root=bench_root)
+
+
+def test_settings_and_results_are_written_whole(bench_root: Path, tmp_path: Path) -> None:
+    (tmp_path / "minerva").mkdir()
+    (tmp_path / "minerva" / "settings.json.tmp").write_text("left by a killed run")
+    evaluate(EvalSpec(max_response_tokens=64), ScriptedResponder({}), tmp_path, benchmarks=["minerva"], data_root=bench_root)
+    assert sorted(p.name for p in (tmp_path / "minerva").iterdir()) == ["results.json", "samples.jsonl", "settings.json"]
+    assert json.loads((tmp_path / "minerva" / "settings.json").read_text())["max_response_tokens"] == 64
+    assert json.loads((tmp_path / "minerva" / "results.json").read_text())["benchmark"] == "minerva"

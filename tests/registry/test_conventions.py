@@ -59,6 +59,19 @@ class SamplerNoState:
     def sample(self, n): ...
 
 
+class SamplerNoCount(SamplerOk):
+    def sample(self): ...  # evr1 passes the step's prompt count
+
+
+class SamplerStatic(SamplerOk):
+    @staticmethod
+    def sample(n): ...  # no instance argument: fine
+
+
+class SamplerLoadNothing(SamplerOk):
+    def load_state_dict(self): ...
+
+
 class MixerOk:
     uses_online_scores = False
 
@@ -71,12 +84,51 @@ class MixerNoTokens(MixerOk):
     def __init__(self, spec, n, *, records, tokenizer): ...
 
 
-class EngineOk:
+class MixerSetsScoresFlag:  # the attribute set per instance only: not visible on the class, refused
+    def __init__(self, spec, n, **kwargs):
+        self.uses_online_scores = True
+
+    def online_count(self, record, step): ...
+    def mix(self, records, online, **kwargs): ...
+
+
+class MixerNoScoresFlag:
+    def __init__(self, spec, n, **kwargs): ...
+    def online_count(self, record, step): ...
+    def mix(self, records, online, *, step, online_scores=None): ...
+
+
+class MixerNoOnlineScores(MixerOk):
+    def mix(self, records, online, *, step): ...
+
+
+class MixerMixTakesTokenizer(MixerOk):  # mix() no longer gets the tokenizer (the constructor does)
+    def mix(self, records, online, tokenizer, *, step, online_scores=None): ...
+
+
+class MixerStepByName(MixerOk):
+    def online_count(self, record, *, step): ...
+
+
+class EngineOk:  # sync_from is not needed: evr1 never calls it
+    version: int
+
+    def __init__(self):
+        self.version = 0
+
     @classmethod
     def from_spec(cls, model, rollout, *, device="cpu"): ...
     def generate(self, prompts, params): ...
     def load_weights(self, weights): ...
-    def sync_from(self, model): ...
+
+
+class EngineDeclaresVersion:
+    version: int
+
+    @classmethod
+    def from_spec(cls, model, rollout, **kwargs): ...
+    def generate(self, prompts, params): ...
+    def load_weights(self, weights): ...
 
 
 class EngineNeedsDevice(EngineOk):
@@ -85,9 +137,25 @@ class EngineNeedsDevice(EngineOk):
 
 
 class EngineNoFromSpec:
+    version = 0
+
     def generate(self, prompts, params): ...
     def load_weights(self, weights): ...
-    def sync_from(self, model): ...
+
+
+class EngineNoVersion:
+    @classmethod
+    def from_spec(cls, model, rollout, *, device="cpu"): ...
+    def generate(self, prompts, params): ...
+    def load_weights(self, weights): ...
+
+
+class EngineNoLoadWeights(EngineDeclaresVersion):
+    load_weights = None
+
+
+class EngineGeneratesOne(EngineOk):
+    def generate(self, prompts): ...
 
 
 class ModelOk:
@@ -120,11 +188,28 @@ CASES = [  # registry, entry, None (accepted) or the fragments the error must ho
     (SAMPLERS, SamplerOk, None),
     (SAMPLERS, SamplerNoRatios, ["unexpected keyword argument(s) ratios"]),
     (SAMPLERS, SamplerNoState, ["has no method(s) state_dict, load_state_dict"]),
+    (SAMPLERS, SamplerNoCount, [("SamplerNoCount.sample(self) cannot be called the way evr1 calls it: takes 1 positional"
+                                 " argument(s), evr1 passes 2 (self, count)")]),
+    (SAMPLERS, SamplerStatic, None),
+    (SAMPLERS, SamplerLoadNothing, ["load_state_dict(self) cannot be called", "evr1 passes 2 (self, state)"]),
     (MIXERS, MixerOk, None),
     (MIXERS, MixerNoTokens, ["unexpected keyword argument(s) stop_token_id, max_tokens"]),
+    (MIXERS, MixerSetsScoresFlag, ["has no attribute(s) uses_online_scores, which evr1 reads (set it on the class, or"
+                                   " declare it in the class body"]),
+    (MIXERS, MixerNoScoresFlag, ["has no attribute(s) uses_online_scores, which evr1 reads"]),
+    (MIXERS, MixerNoOnlineScores, [("MixerNoOnlineScores.mix(self, records, online, *, step) cannot be called the way"
+                                    " evr1 calls it: unexpected keyword argument(s) online_scores")]),
+    (MIXERS, MixerMixTakesTokenizer, ["mix(self, records, online, tokenizer, *, step, online_scores=None) cannot be called",
+                                      "required parameter(s) tokenizer that evr1 never passes"]),
+    (MIXERS, MixerStepByName, ["online_count(self, record, *, step) cannot be called",
+                               "takes 2 positional argument(s), evr1 passes 3 (self, record, step)"]),
     (ENGINES, EngineOk, None),
+    (ENGINES, EngineDeclaresVersion, None),
     (ENGINES, EngineNeedsDevice, ["device need a default"]),
     (ENGINES, EngineNoFromSpec, ["has no method(s) from_spec"]),
+    (ENGINES, EngineNoVersion, ["has no attribute(s) version, which evr1 reads"]),
+    (ENGINES, EngineNoLoadWeights, ["has no method(s) load_weights"]),
+    (ENGINES, EngineGeneratesOne, ["generate(self, prompts) cannot be called", "evr1 passes 3 (self, prompts, params)"]),
     (MODELS, ModelOk(), None),
     (MODELS, ModelNoArg(), ["takes 0 positional argument(s), evr1 passes 1 (cache_dir)"]),
     (MODELS, "not a model", ["has no method(s) materialize"]),

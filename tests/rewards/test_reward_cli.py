@@ -132,6 +132,12 @@ def test_empty_file_is_an_error(tmp_path: Path) -> None:
 def test_set_suggests_and_takes_the_reward_prefix(pairs: Path) -> None:
     out = _run(EVR1, "rewards", "score", str(pairs), "--set", "formt=partial")
     assert out.returncode == 2 and "has no field 'formt'. Did you mean 'format'?" in out.stderr
+    for typed in ("judge.modle=x", "reward.judge.modle=x"):  # echoed as typed, with or without the prefix
+        out = _run(EVR1, "rewards", "score", str(pairs), "--set", typed)
+        assert out.returncode == 2 and out.stderr.startswith(f"error: --set {typed}: JudgeSpec at reward.judge has no field"
+                                                             " 'modle'. Did you mean 'model'?"), out.stderr
+    out = _run(EVR1, "rewards", "score", str(pairs), "--set", "judge")
+    assert out.returncode == 2 and out.stderr.startswith("error: --set expects PATH=VALUE (e.g. algo.clip_high=0.28), got 'judge'")
     plain = _run(EVR1, "rewards", "score", str(pairs), "--json", "--set", "format=none")
     prefixed = _run(EVR1, "rewards", "score", str(pairs), "--json", "--set", "reward.format=none")
     assert plain.returncode == prefixed.returncode == 0, prefixed.stderr

@@ -255,13 +255,31 @@ def _takes_bool(annotation: Any) -> bool:
     return False
 
 
+def _takes_number(annotation: Any) -> bool:
+    """Whether a field of this annotation accepts an int or a float (where pydantic reads True/False as 1/0)."""
+    if annotation in (int, float):
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType, typing.Annotated):
+        return any(_takes_number(a) for a in typing.get_args(annotation))
+    return False
+
+
 def _refuse_bool(node: fdl.Config, name: str, override: Override) -> None:
-    """A True/False for a spec field that is not a boolean is refused (pydantic would read it as 1 or 0)."""
+    """A True/False for a spec field that is not a boolean is refused, saying what the field takes instead."""
     cls = node.__fn_or_cls__
     fields = cls.model_fields if inspect.isclass(cls) and issubclass(cls, BaseModel) else {}
-    if isinstance(override.value, bool) and name in fields and not _takes_bool(fields[name].annotation):
+    if not isinstance(override.value, bool) or name not in fields or _takes_bool(fields[name].annotation):
+        return
+    annotation = fields[name].annotation
+    if (spec := _spec_class(annotation)) is not None:
+        off = ", or None to turn it off" if type(None) in typing.get_args(annotation) else ""
+        example = next(iter(spec.model_fields), "FIELD")
+        raise ConfigError(f"{override}: {override.path} is a {spec.__name__}, not an on/off switch: set its fields"
+                          f" (e.g. --set {override.path}.{example}=...){off}. Fields: {', '.join(spec.model_fields)}")
+    if _takes_number(annotation):
         raise ConfigError(f"{override}: {override.path} is not a boolean field, so {override.value} would be read as"
                           f" {int(override.value)}; give a value of its type")
+    raise ConfigError(f"{override}: {override.path} is not a boolean field; give a value of its type")
 
 
 def apply_override(cfg: fdl.Config, override: Override) -> None:

@@ -3,7 +3,14 @@ or a dotted module; `NAME:VARIANT` picks another function of the same file.
 
 An experiment file is imported with its folder on `sys.path` (for that import only), so it can
 import modules that sit next to it (`import myrewards` in `experiments/split.py`); import them at
-the top of the file."""
+the top of the file. Each file is imported once per process, whatever name it was first imported
+under (an experiment loaded again, a sibling module also listed as a file): what it registers at
+import is registered once. While a file is imported, the names of the modules next to it refer to
+those files, not to a same-named module of another folder imported before (which is put back after).
+
+`load_config` records every experiment used while the config is built (`ExperimentSource.deps`: an
+experiment that builds on another with `load_config("quickstart")` in its function), so that Ray
+workers and a resume import them all (`import_source`)."""
 
 from __future__ import annotations
 
@@ -11,6 +18,8 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
@@ -33,6 +42,12 @@ class ExperimentSource:
     location: str  # file path or module name
     file: Path | None
     folder: Path | None = None  # where a file's sibling modules are imported from (default: the file's folder)
+    deps: tuple[ExperimentSource, ...] = ()  # other experiments used to build the config, imported first
+
+    @property
+    def key(self) -> str:
+        """What identifies the imported thing: the file (`location` for a run's copy), else the module or entry point."""
+        return str(Path(self.location).resolve()) if self.origin == "file" else f"{self.origin} {self.location}"
 
     @property
     def label(self) -> str:
@@ -48,30 +63,108 @@ def project_root(start: Path | None = None) -> Path | None:
     return None
 
 
-def _load_file(path: Path, name: str | None = None, folder: Path | None = None) -> ModuleType:
-    """Import an experiment file as module `evr1_experiments.<name>` (default: the file's stem), with
-    `folder` (default: the file's own) first on `sys.path` meanwhile, for the modules it imports."""
+_LOADED: dict[Path, ModuleType] = {}  # resolved file -> its module: experiment files and their sibling modules
+_DEPS: dict[Path, list[ExperimentSource]] = {}  # experiment file -> experiments its top level used
+_RECORDINGS: list[list[ExperimentSource]] = []  # open records of experiments used, innermost last
+
+
+def _file_of(module: ModuleType | None) -> Path | None:
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve() if file else None
+
+
+def _loaded(path: Path) -> ModuleType | None:
+    """The module already imported from `path` in this process, under whatever name."""
+    if path not in _LOADED:
+        for name in (f"evr1_experiments.{path.stem}", path.stem):
+            if _file_of(sys.modules.get(name)) == path:
+                _LOADED[path] = sys.modules[name]
+    return _LOADED.get(path)
+
+
+@contextmanager
+def _own_siblings(folder: Path) -> Iterator[None]:
+    """While importing from `folder`: each `NAME.py` (or package) there is what `import NAME` gets, the module
+    already imported from that file if any; a module of that name from elsewhere is set aside, and put back after."""
+    names = {p.stem: p.resolve() for p in folder.glob("*.py")}
+    names |= {p.parent.name: p.resolve() for p in folder.glob("*/__init__.py")}
+    put_back: dict[str, dict[str, ModuleType]] = {}
+    for name, file in names.items():
+        current = sys.modules.get(name)
+        if current is None or _file_of(current) == file:
+            continue
+        put_back[name] = {k: m for k, m in sys.modules.items() if k == name or k.startswith(f"{name}.")}
+        for key in put_back[name]:
+            del sys.modules[key]
+    for name, file in names.items():
+        if name not in sys.modules and file.suffix == ".py" and (mine := _LOADED.get(file)) is not None:
+            sys.modules[name] = mine
+    try:
+        yield
+    finally:
+        for name, file in names.items():
+            if _file_of(sys.modules.get(name)) == file:
+                _LOADED.setdefault(file, sys.modules[name])
+        for name, modules in put_back.items():
+            for key in [k for k in sys.modules if k == name or k.startswith(f"{name}.")]:
+                del sys.modules[key]
+            sys.modules.update(modules)
+
+
+@contextmanager
+def _recording() -> Iterator[list[ExperimentSource]]:
+    """Collect the experiments `_used` meanwhile (also reported to every enclosing recording)."""
+    used: list[ExperimentSource] = []
+    _RECORDINGS.append(used)
+    try:
+        yield used
+    finally:
+        _RECORDINGS.pop()  # recordings nest: this one is innermost
+
+
+def _used(source: ExperimentSource) -> None:
+    """Note that `source` (and what its file's top level used) serves the configs being built."""
+    for used in _RECORDINGS:
+        for item in [*_DEPS.get(Path(source.location).resolve(), []), source] if source.origin == "file" else [source]:
+            if all(item.key != seen.key for seen in used):
+                used.append(item)
+
+
+def _load_file(path: Path, name: str | None = None, folder: Path | None = None, alias: Path | None = None) -> ModuleType:
+    """The module of an experiment file, imported (once per process) as `evr1_experiments.<name>` (default: the
+    file's stem) with `folder` (default: the file's own) first on `sys.path` meanwhile, for the modules it imports.
+    `alias`: the file `path` is a copy of (a run's copy), which a later import of `alias` also gets."""
+    path = path.resolve()
+    if (module := _loaded(path)) is not None:
+        return module
     module_name = f"evr1_experiments.{name or path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"cannot load experiment file {path}")
-    module = importlib.util.module_from_spec(spec)
+    module, previous = importlib.util.module_from_spec(spec), sys.modules.get(module_name)
     sys.modules[module_name] = module  # pickling and dataclasses need the module registered
-    search = str((folder or path.parent).resolve())
-    added = search not in sys.path
+    search = (folder or path.parent).resolve()
+    added = str(search) not in sys.path
     if added:
-        sys.path.insert(0, search)
+        sys.path.insert(0, str(search))
     try:
-        spec.loader.exec_module(module)
-    except ConfigError:
-        raise
+        with _own_siblings(search), _recording() as used:
+            spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[module_name]
+        if previous is not None:  # another file of the same name
+            sys.modules[module_name] = previous
+        if isinstance(exc, ConfigError):
+            raise
         hint = f" (modules next to it are imported from {search})" if isinstance(exc, ImportError) else ""
         raise ConfigError(f"experiment file {path} failed to import: {type(exc).__name__}: {exc}{hint}") from exc
     finally:
         if added:
-            sys.path.remove(search)
+            sys.path.remove(str(search))
+    _LOADED[path], _DEPS[path] = module, used
+    if alias is not None:
+        _LOADED.setdefault(alias.resolve(), module)
+        _DEPS.setdefault(alias.resolve(), used)
     return module
 
 
@@ -102,6 +195,9 @@ def _pick(module_or_fn: Any, name: str, variant: str, location: str) -> Callable
             raise ConfigError(f"experiment {name!r} ({location}) is a single function and has no variant {variant!r}")
         return module_or_fn
     choices = variants(module_or_fn)
+    if not choices:
+        raise ConfigError(f"{location} defines no experiment: no public function without required arguments"
+                          " (such as `def experiment():`); a module next to experiments is imported by them, not run")
     if variant == DEFAULT_VARIANT and variant not in choices:
         labels = ", ".join(f"{name}:{v}" for v in sorted(choices))
         raise ConfigError(f"experiment {name!r} ({location}) has no default variant; choose one of {labels}")
@@ -115,6 +211,12 @@ def _pick(module_or_fn: Any, name: str, variant: str, location: str) -> Callable
 
 def locate(name: str, root: Path | None = None) -> tuple[Any, ExperimentSource]:
     """The module (or single function) of experiment NAME and where it was found (default variant)."""
+    target, source = _find(name, root)
+    _used(source)
+    return target, source
+
+
+def _find(name: str, root: Path | None) -> tuple[Any, ExperimentSource]:
     from evr1.registry import EXPERIMENTS
 
     root = root if root is not None else project_root()
@@ -154,7 +256,7 @@ def resolve(spec: str, root: Path | None = None) -> tuple[Callable[[], fdl.Confi
 
 def summary(name: str, root: Path | None = None) -> tuple[list[tuple[str, str]], str]:
     """Every variant of experiment NAME as (`NAME[:VARIANT]`, first docstring line), the default first,
-    and where it lives."""
+    and where it lives; no rows for a file that defines no experiment (a module the experiments import)."""
     target, source = locate(name, root)
     choices = {DEFAULT_VARIANT: target} if inspect.isfunction(target) else variants(target)
     order = sorted(choices, key=lambda v: (v != DEFAULT_VARIANT, v))
@@ -166,17 +268,20 @@ def summary(name: str, root: Path | None = None) -> tuple[list[tuple[str, str]],
 
 
 def import_source(source: ExperimentSource) -> None:
-    """Import the module an experiment came from, unless this process already has it: what the module
-    registers when imported (e.g. a reward with `@REWARDS.register` at the top of an experiment file)
-    then exists here too. Ray workers call this before building anything from the registries; a file's
-    sibling modules are imported from `source.folder` (a resumed run's copy: the original's folder)."""
+    """Import the experiments used to build a config (`source.deps`, in order), then the experiment's own
+    module; a file already imported in this process is not imported again. What they register when
+    imported (e.g. a reward with `@REWARDS.register` at the top of an experiment file) then exists here
+    too. Ray workers call this before building anything from the registries; a file's sibling modules are
+    imported from `source.folder` (a resumed run's copy: the original's folder)."""
     from evr1.registry import EXPERIMENTS
 
+    for dep in source.deps:
+        import_source(dep)
     if source.origin == "file":
         if source.file is None or not source.file.is_file():
             raise ConfigError(f"experiment file {source.location} of {source.label} does not exist")
-        if f"evr1_experiments.{source.name}" not in sys.modules:
-            _load_file(source.file, source.name, source.folder)
+        alias = Path(source.location) if Path(source.location) != source.file else None
+        _load_file(source.file, source.name, source.folder, alias)
     elif source.origin == "entry point":
         EXPERIMENTS.get(source.name)
     else:
@@ -187,11 +292,13 @@ def import_source(source: ExperimentSource) -> None:
 
 
 def load_config(spec: str, root: Path | None = None) -> tuple[fdl.Config, ExperimentSource]:
-    """Call the experiment function and name the result after its source unless it names itself."""
-    fn, source = resolve(spec, root)
-    cfg = fn()
+    """Call the experiment function and name the result after its source unless it names itself. The source's
+    `deps` are the other experiments used meanwhile (loaded by the function, or by the file when imported)."""
+    with _recording() as used:
+        fn, source = resolve(spec, root)
+        cfg = fn()
     if not isinstance(cfg, fdl.Config):
         raise ConfigError(f"experiment {source.label} ({source.location}) returned {type(cfg).__name__}, not fdl.Config[Experiment]")
     if "name" not in cfg.__arguments__:
         cfg.name = source.label
-    return cfg, source
+    return cfg, replace(source, deps=tuple(s for s in used if s.key != source.key))

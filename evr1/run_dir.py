@@ -1,24 +1,30 @@
 """Run directories: the resolved config, the experiment source, package versions and the run's state.
 
 `config.json` is the validated `Experiment` as JSON; `load_run(run_dir)` imports the recorded
-source (the copy `experiment.py` of an experiment file) and rebuilds an equal one, which is what
-`--resume` uses. A directory that already holds a run is never written
-over: a new run there would mix its logs and checkpoints with the old run's.
+source (the copy `experiment.py` of an experiment file, after the copies in `experiment_deps/` of the
+other experiment files used to build the config, e.g. one loaded with `load_config` by the
+experiment's function) and rebuilds an equal one, which is what `--resume` uses. A directory that
+already holds a run is never written over: a new run there would mix its logs and checkpoints with
+the old run's.
 
-`run.json` records where the experiment came from, the overrides, the folder the run started in,
-and the run's `status` (created, running, interrupted, failed, finished; a killed run stays
-"running") with a `history` of events (each start, stop and failure with its step and error, and
-each `--update-code`).
+`run.json` records where the experiment (and each experiment it used: `deps`) came from, the
+overrides, the folder the run started in, and the run's `status` (created, running, interrupted,
+failed, finished) with a `history` of events (each start, with the process id and host, each stop
+and failure with its step and error, and each `--update-code`). A killed run stays "running": its
+recorded process no longer exists (`previous_process`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
+import socket
 import subprocess
+import tempfile
 import time
-from dataclasses import replace
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ CONFIG_FILE = "config.json"
 RUN_FILE = "run.json"
 VERSIONS_FILE = "versions.json"
 SOURCE_FILE = "experiment.py"
+DEPS_DIR = "experiment_deps"
 FINAL_MODEL = "final_model"
 
 TRACKED_PACKAGES = (
@@ -92,6 +99,7 @@ def write_run_dir(run_dir: Path, experiment: Experiment, source: ExperimentSourc
         "experiment": source.label if source else experiment.name,
         "origin": source.origin if source else "run dir",
         "location": source.location if source else None,
+        "deps": _copy_deps(run_dir, source.deps) if source else [],
         "overrides": [f"{o.path}={o.raw}" for o in overrides],
         "created": _now(),
         "cwd": str(Path.cwd()),
@@ -103,6 +111,23 @@ def write_run_dir(run_dir: Path, experiment: Experiment, source: ExperimentSourc
     (run_dir / VERSIONS_FILE).write_text(json.dumps(package_versions(), indent=2) + "\n")
     if source is not None and source.file is not None and source.file.is_file():
         shutil.copyfile(source.file, run_dir / SOURCE_FILE)
+
+
+def _copy_deps(run_dir: Path, deps: tuple[ExperimentSource, ...]) -> list[dict[str, str]]:
+    """Copy the experiment files among `deps` into `experiment_deps/` (`NAME.py`; `NAME-2.py`, ... for a name met
+    again); what `run.json` records of each dependency."""
+    records = []
+    for dep in deps:
+        record = {"origin": dep.origin, "location": dep.location, "name": dep.name}
+        if dep.origin == "file" and dep.file is not None and dep.file.is_file():
+            copy, n = f"{DEPS_DIR}/{dep.file.stem}.py", 2
+            while (run_dir / copy).exists():
+                copy, n = f"{DEPS_DIR}/{dep.file.stem}-{n}.py", n + 1
+            (run_dir / DEPS_DIR).mkdir(exist_ok=True)
+            shutil.copyfile(dep.file, run_dir / copy)
+            record["copy"] = copy
+        records.append(record)
+    return records
 
 
 def _now() -> str:
@@ -122,9 +147,48 @@ def log_event(run_dir: Path, event: str, **details: Any) -> None:
     info.setdefault("history", []).append({"time": _now(), "event": event, **details})
     if event in ("created", "running", "interrupted", "failed", "finished"):
         info["status"] = event
-    tmp = Path(run_dir) / f"{RUN_FILE}.tmp"
-    tmp.write_text(json.dumps(info, indent=2) + "\n")
-    tmp.replace(Path(run_dir) / RUN_FILE)
+    fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=f"{RUN_FILE}.", suffix=".tmp")  # a name of its own: writers never share one
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(info, indent=2) + "\n")
+    os.replace(tmp, Path(run_dir) / RUN_FILE)
+
+
+def _start_time(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, from /proc), to tell it from a later process given
+    the same id; None where /proc does not say."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def process_info(pid: int | None = None) -> dict[str, Any]:
+    """The process (default: this one) as a "running" event records it: id, host and start time."""
+    pid = os.getpid() if pid is None else pid
+    return {"pid": pid, "host": socket.gethostname(), "pid_start": _start_time(pid)}
+
+
+def _alive(event: dict[str, Any]) -> bool:
+    pid = event["pid"]
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return event.get("pid_start") is None or _start_time(pid) == event["pid_start"]
+
+
+def previous_process(run_dir: Path) -> tuple[dict[str, Any], bool | None] | None:
+    """For a run whose status is still "running": its last "running" event and whether that process is alive
+    (None: it ran on another host, or no process id was recorded). None for a run in another state."""
+    info = read_info(run_dir)
+    if info.get("status") != "running":
+        return None
+    event = next((e for e in reversed(info.get("history", [])) if e["event"] == "running"), {})
+    if event.get("pid") is None or event.get("host") != socket.gethostname():
+        return event, None
+    return event, event["pid"] != os.getpid() and _alive(event)
 
 
 def last_failure(run_dir: Path) -> dict[str, Any] | None:
@@ -135,62 +199,97 @@ def last_failure(run_dir: Path) -> dict[str, Any] | None:
     return next((e for e in reversed(info.get("history", [])) if e["event"] == "failed"), None)
 
 
-def original_source(run_dir: Path) -> Path | None:
-    """The experiment file a run was configured from, as it is now: the recorded path, else
-    `experiments/<name>.py` of the project found from the cwd; None for an experiment from a module or
-    entry point, or when neither file exists."""
-    info = read_info(run_dir)
-    if info.get("origin") != "file":
-        return None
-    if info.get("location") and Path(info["location"]).is_file():
-        return Path(info["location"])
-    root, name = project_root(), str(info.get("experiment") or "").partition(":")[0]
+def current_file(location: str | None, name: str) -> Path | None:
+    """An experiment file as it is now: the recorded `location`, else `experiments/<name>.py` of the project found
+    from the cwd; None when neither exists."""
+    if location and Path(location).is_file():
+        return Path(location)
+    root = project_root()
     by_name = root / "experiments" / f"{name}.py" if root is not None and name else None
     return by_name if by_name is not None and by_name.is_file() else None
 
 
-def code_changed(run_dir: Path) -> Path | None:
-    """The original experiment file of the run when it differs from the run's copy, else None."""
-    copy, current = Path(run_dir) / SOURCE_FILE, original_source(run_dir)
-    if current is None or not copy.is_file() or current.read_bytes() == copy.read_bytes():
+def original_source(run_dir: Path) -> Path | None:
+    """The experiment file a run was configured from, as it is now (see `current_file`); None for an experiment from
+    a module or entry point, or when the file no longer exists."""
+    info = read_info(run_dir)
+    if info.get("origin") != "file":
         return None
-    return current
+    return current_file(info.get("location"), str(info.get("experiment") or "").partition(":")[0])
 
 
-def replace_code(run_dir: Path, current: Path) -> Path:
-    """Make `current` the run's copy of its experiment file; the old copy is kept as `experiment.py.N`
-    (returned) and the change logged in `run.json`. `config.json` is not touched."""
-    run_dir, n = Path(run_dir), 1
-    while (run_dir / f"{SOURCE_FILE}.{n}").exists():
-        n += 1
-    backup = run_dir / f"{SOURCE_FILE}.{n}"
-    (run_dir / SOURCE_FILE).replace(backup)
-    shutil.copyfile(current, run_dir / SOURCE_FILE)
-    log_event(run_dir, "code updated", source=str(current), backup=backup.name)
+def recorded_files(run_dir: Path) -> list[tuple[str, str, Path | None]]:
+    """Each experiment file of the run as (its copy's name in the run directory, its recorded location, the file as
+    it is now or None): `experiment.py` first, then the copies in `experiment_deps/`."""
+    info = read_info(run_dir)
+    files = [(SOURCE_FILE, str(info.get("location")), original_source(run_dir))] if info.get("origin") == "file" else []
+    deps = [(d["copy"], d["location"], current_file(d["location"], d["name"])) for d in info.get("deps", []) if "copy" in d]
+    return files + deps
+
+
+def code_changed(run_dir: Path) -> dict[str, Path]:
+    """The run's copies (by name) whose experiment file differs now, or that are missing, with that file."""
+    changed = {}
+    for name, _, current in recorded_files(run_dir):
+        copy = Path(run_dir) / name
+        if current is not None and (not copy.is_file() or current.read_bytes() != copy.read_bytes()):
+            changed[name] = current
+    return changed
+
+
+def replace_code(run_dir: Path, current: Path, name: str = SOURCE_FILE) -> Path | None:
+    """Make `current` the run's copy `name` of an experiment file; the old copy is kept as `<name>.N` (returned; N
+    one more than the highest yet; None when there was no copy) and the change logged in `run.json`.
+    `config.json` is not touched."""
+    copy, backup = Path(run_dir) / name, None
+    if copy.exists():
+        taken = [int(p.name.rpartition(".")[2]) for p in copy.parent.glob(f"{copy.name}.*") if p.name.rpartition(".")[2].isdigit()]
+        backup = copy.with_name(f"{copy.name}.{max(taken, default=0) + 1}")
+        copy.replace(backup)
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copyfile(current, copy)
+    log_event(run_dir, "code updated", source=str(current), copy=name, backup=backup.name if backup else None)
     return backup
 
 
-def recorded_source(run_dir: Path) -> ExperimentSource | None:
-    """Where a run's experiment came from, as `run.json` records it; an experiment file is read from the
-    run directory's copy (the source the run was configured with), its sibling modules from the original
-    file's folder. None when nothing was recorded."""
-    run_dir = Path(run_dir).resolve()
+def _sibling_folder(location: str | None, current: Path | None) -> Path | None:
+    """Where the sibling modules of a run's copy are imported from: the current file's folder, else the recorded one."""
+    if current is not None:
+        return current.parent.resolve()
+    return Path(location).parent if location and Path(location).parent.is_dir() else None
+
+
+def _recorded_dep(run_dir: Path, record: dict[str, str], use: Mapping[str, Path]) -> ExperimentSource | None:
+    if "copy" not in record:
+        return ExperimentSource(record["name"], DEFAULT_VARIANT, record["origin"], record["location"], None)
+    file = use.get(record["copy"], run_dir / record["copy"])
+    folder = _sibling_folder(record["location"], current_file(record["location"], record["name"]))
+    return ExperimentSource(record["name"], DEFAULT_VARIANT, "file", record["location"], file, folder) if file.is_file() else None
+
+
+def recorded_source(run_dir: Path, use: Mapping[str, Path] | None = None) -> ExperimentSource | None:
+    """Where a run's experiment came from, as `run.json` records it; an experiment file is read from the run
+    directory's copy (the source the run was configured with), or from `use[copy name]` when given; its sibling
+    modules from the original file's folder. The same for the experiment files it used (`deps`, each aliased to
+    its original file). None when nothing was recorded."""
+    run_dir, use = Path(run_dir).resolve(), use or {}
     info = read_info(run_dir)
     name, _, variant = str(info.get("experiment") or "").partition(":")
     variant = variant or DEFAULT_VARIANT
+    deps = tuple(d for d in (_recorded_dep(run_dir, r, use) for r in info.get("deps", [])) if d is not None)
     if info.get("origin") == "file":
-        copy, original = run_dir / SOURCE_FILE, original_source(run_dir)
-        folder = original.parent.resolve() if original is not None else None
-        return ExperimentSource(name, variant, "file", str(copy), copy, folder) if copy.is_file() else None
+        file = use.get(SOURCE_FILE, run_dir / SOURCE_FILE)
+        folder = _sibling_folder(info.get("location"), original_source(run_dir))
+        return ExperimentSource(name, variant, "file", str(file), file, folder, deps) if file.is_file() else None
     if info.get("origin") in ("entry point", "module"):
-        return ExperimentSource(name, variant, info["origin"], info["location"], None)
+        return ExperimentSource(name, variant, info["origin"], info["location"], None, deps=deps)
     return None
 
 
-def load_run(run_dir: Path, code: Path | None = None) -> tuple[Experiment, ExperimentSource | None]:
+def load_run(run_dir: Path, use: Mapping[str, Path] | None = None) -> tuple[Experiment, ExperimentSource | None]:
     """The experiment recorded in a run directory and its source, imported first (so that components it
-    registers, such as a reward, are known when the config is validated). `code`: an experiment file to
-    import in place of the run's copy (to check it before `replace_code`)."""
+    registers, such as a reward, are known when the config is validated). `use`: experiment files to import in
+    place of the run's copies, by copy name (to check them before `replace_code`)."""
     from evr1.experiment_files import import_source
 
     if not Path(run_dir).is_dir():
@@ -198,9 +297,9 @@ def load_run(run_dir: Path, code: Path | None = None) -> tuple[Experiment, Exper
     path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         raise ConfigError(f"{run_dir} is not a run directory: {CONFIG_FILE} is missing")
-    source = recorded_source(run_dir)
+    source = recorded_source(run_dir, use)
     if source is not None:
-        import_source(source if code is None or source.origin != "file" else replace(source, location=str(code), file=code))
+        import_source(source)
     try:
         return Experiment.model_validate_json(path.read_text()), source
     except ValueError as exc:
@@ -252,7 +351,8 @@ def failed_message(run_dir: Path, step: int, code: Path | None = None) -> str:
     where = f"at step {step}" if step else "before step 1"
     if code is None:
         return f"the run failed {where}; after fixing the cause, continue with `evr1 run --resume {run_dir}` ({start})"
-    fix = original_source(run_dir) or code
+    copies = {(Path(run_dir) / name).resolve(): current for name, _, current in recorded_files(run_dir)}
+    fix = copies.get(code.resolve()) or code  # a run's copy is fixed in its experiment file
     return (f"the run failed {where} in the experiment's code ({code}); after fixing {fix}, continue with"
             f" `evr1 run --resume {run_dir} --update-code` ({start})")
 

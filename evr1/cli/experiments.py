@@ -152,8 +152,9 @@ def run(
     ] = None,
     resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory with its recorded config.")] = None,
     update_code: Annotated[
-        bool, typer.Option("--update-code", help="With --resume: replace the run's copy of its experiment file by the current file"
-                           " (the old copy is kept as experiment.py.N; config.json stays as recorded).")
+        bool, typer.Option("--update-code", help="With --resume: replace the run's copies of its experiment files (experiment.py,"
+                           " and experiment_deps/ for the experiments it builds on) by the current files, restoring a"
+                           " missing copy (an old copy is kept as NAME.py.N; config.json stays as recorded).")
     ] = False,
 ) -> None:
     """Validate an experiment, write its run directory, and train."""
@@ -164,6 +165,8 @@ def run(
     if resume is not None:
         if name or overrides:
             raise ConfigError("--resume takes the run's recorded config; do not pass a NAME or --set with it")
+        if run_dir is not None:
+            raise ConfigError(f"--resume continues the run in its own directory {resume}; do not pass --run-dir with it")
         loaded = _resume(resume, update_code, dry_run)
         if loaded is None:
             return
@@ -204,65 +207,106 @@ def _note_project_root(source) -> None:
 
 
 def _resume(target: Path, update_code: bool, dry_run: bool):
-    """The experiment and source of the run in `target`, after the notes a resume needs (the run failed
-    before; it started in another folder; its experiment file changed since), with the run's copy of the
-    experiment file replaced by the current one when `update_code`. None when the run is finished."""
-    from evr1.run_dir import (
-        SOURCE_FILE,
-        code_changed,
-        finished,
-        last_failure,
-        load_run,
-        original_source,
-        read_info,
-        replace_code,
-    )
+    """The experiment and source of the run in `target`, after the checks and notes a resume needs (another
+    process runs it; it failed or was killed before; it started in another folder; its experiment files changed
+    since), with the run's copies of its experiment files replaced by the current ones when `update_code`.
+    None when the run is finished."""
+    from evr1.run_dir import finished, last_failure, load_run, read_info
 
-    info, copy = read_info(target), target / SOURCE_FILE
+    info = read_info(target)
+    _check_previous_process(target, dry_run)
     if (failure := last_failure(target)) is not None:
         where = f"at step {failure['step']}" if failure.get("step") else "before step 1"
         typer.echo(f"note: this run failed {where} ({failure.get('error')})", err=True)
     if info.get("cwd") and Path(info["cwd"]).resolve() != Path.cwd().resolve():
         typer.echo(f"note: this run started in {info['cwd']}; its relative paths resolve from the current folder {Path.cwd()}",
                    err=True)
-    changed = code_changed(target)
-    if update_code:
-        if info.get("origin") != "file":
-            raise ConfigError(f"--update-code: the experiment of {target} comes from {info.get('origin')} {info.get('location')},"
-                              " which a resume imports as installed; there is no copy to update")
-        if original_source(target) is None:
-            raise ConfigError(f"--update-code: the experiment file of {target} ({info.get('location')}) no longer exists,"
-                              " nor does experiments/<name>.py from the current folder")
-        if changed is None:
-            typer.echo(f"note: {copy} already equals {original_source(target)}; nothing to update", err=True)
-    elif changed is not None:
-        typer.echo(f"note: {changed} differs from this run's copy {copy}, which the resume imports; to run the current"
-                   f" file instead, add --update-code (the copy is kept as {SOURCE_FILE}.N; config.json stays as recorded)",
-                   err=True)
-    experiment, source = load_run(target, code=changed if update_code else None)
+    changed = _check_code(target, info, update_code)
+    experiment, source = load_run(target, use=changed if update_code else None)
     if finished(target, experiment.trainer.steps):
         console.print(f"{target} already finished all {experiment.trainer.steps} steps (final model in {target / 'final_model'});"
                       " nothing to do")
         return None
     if (missing := missing_file(experiment)) is not None:
         raise ConfigError(missing)
-    if update_code and changed is not None:
-        if dry_run:
-            typer.echo(f"dry run: would replace {copy} by {changed}", err=True)
-        else:
-            backup = replace_code(target, changed)
-            typer.echo(f"updated {copy} from {changed} (the old copy is {backup}); the run keeps its recorded config"
-                       " (config.json): the new code is imported, its experiment function is not called again", err=True)
+    if update_code and changed:
+        _update_code(target, changed, dry_run)
     return experiment, source
+
+
+def _check_code(target: Path, info: dict, update_code: bool) -> dict[str, Path]:
+    """The run's copies of experiment files (by name) whose file changed since or that are missing, with the current
+    file; says so, or refuses: a missing copy without `update_code`, a main file gone with it."""
+    from evr1.run_dir import SOURCE_FILE, code_changed, recorded_files
+
+    files, changed = recorded_files(target), code_changed(target)
+    if not update_code:
+        for name, _, current in files:
+            if not (target / name).is_file():
+                restore = f"add --update-code to restore it from {current}" if current else "its original no longer exists either"
+                raise ConfigError(f"{target / name}, the run's copy of an experiment file, is missing: {restore}")
+        for name, current in changed.items():
+            typer.echo(f"note: {current} differs from this run's copy {target / name}, which the resume imports; to run the"
+                       f" current file instead, add --update-code (the copy is kept as {Path(name).name}.N; config.json stays"
+                       " as recorded)", err=True)
+        return changed
+    if not files:
+        raise ConfigError(f"--update-code: the experiment of {target} comes from {info.get('origin')} {info.get('location')},"
+                          " which a resume imports as installed; there is no copy to update")
+    for name, location, current in files:
+        if current is None and name == SOURCE_FILE:
+            raise ConfigError(f"--update-code: the experiment file {location} of {target} no longer exists, nor does"
+                              " experiments/<name>.py from the current folder")
+        if current is None:
+            typer.echo(f"note: {location} no longer exists; the run keeps its copy {target / name}", err=True)
+    if not changed:
+        copies = ", ".join(str(target / name) for name, _, current in files if current is not None)
+        typer.echo(f"note: the run's copies ({copies}) already equal the current files; nothing to update", err=True)
+    return changed
+
+
+def _update_code(target: Path, changed: dict[str, Path], dry_run: bool) -> None:
+    """Make the current files the run's copies (`changed`: by copy name), or say what that would do."""
+    from evr1.run_dir import replace_code
+
+    for name, current in changed.items():
+        if dry_run:
+            typer.echo(f"dry run: would replace {target / name} by {current}", err=True)
+            continue
+        backup = replace_code(target, current, name)
+        kept = f"the old copy is {backup}" if backup else "there was no copy"
+        typer.echo(f"updated {target / name} from {current} ({kept})", err=True)
+    if not dry_run:
+        typer.echo("the run keeps its recorded config (config.json): the new code is imported, its experiment function"
+                   " is not called again", err=True)
+
+
+def _check_previous_process(target: Path, dry_run: bool) -> None:
+    """Refuse to resume a run another live process is running; note a run killed without a record."""
+    from evr1.run_dir import log_event, previous_process
+
+    if (previous := previous_process(target)) is None:
+        return
+    event, alive = previous
+    who = f"process {event['pid']} on {event.get('host')}, " if event.get("pid") is not None else ""
+    who += f"started {event.get('time')}"
+    if alive:
+        raise ConfigError(f"{target} is being run by another process ({who}): wait for it to end or stop it first")
+    if alive is None:
+        typer.echo(f"note: {target} is recorded as running ({who}); if it still runs there, stop it first", err=True)
+    else:
+        typer.echo(f"note: the previous run of {target} ({who}) ended without a record (killed?)", err=True)
+        if not dry_run:
+            log_event(target, "ended without a record", pid=event.get("pid"), host=event.get("host"))
 
 
 def _train(experiment, target: Path, resume: bool, source) -> None:
     """Train, recording in `run.json` that the run is running, then finished, interrupted or failed; a failure
     ends with one line saying where the run stopped and how to resume it."""
-    from evr1.run_dir import SOURCE_FILE, failed_message, log_event, original_source, stopped_step
-    from evr1.runner.train import train
+    from evr1.run_dir import SOURCE_FILE, failed_message, log_event, original_source, process_info, stopped_step
+    from evr1.runner.train import TrainingError, train
 
-    log_event(target, "running", resumed=resume)
+    log_event(target, "running", resumed=resume, **process_info())
     try:
         train(experiment, target, resume=resume, source=source)
     except KeyboardInterrupt:  # `train` said where it stopped and how to continue
@@ -270,11 +314,13 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
         raise typer.Exit(130) from None
     except Exception as exc:  # noqa: BLE001 - recorded, reported with a resume hint, and the run exits non-zero
         text = "".join(traceback.format_exception(exc))
-        files = [f for f in (source.file if source else None, original_source(target), target.resolve() / SOURCE_FILE) if f]
+        used = [source.file, *(d.file for d in source.deps)] if source else []
+        files = [f for f in (*used, original_source(target), target.resolve() / SOURCE_FILE) if f]
         code = next((f for f in files if str(f) in text), None)
         lines = [line for line in str(exc).splitlines() if line.strip()] or [""]
         error = type(exc).__name__ + ": " + (lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1].strip()}")
-        step = stopped_step(target)
+        named = re.match(r"step (\d+): ", str(exc)) if isinstance(exc, TrainingError) else None  # its message names the step
+        step = int(named.group(1)) if named else stopped_step(target)
         log_event(target, "failed", step=step, error=error, in_experiment_code=code is not None)
         if isinstance(exc, Evr1Error):
             typer.echo(f"error: {exc}", err=True)
@@ -308,7 +354,7 @@ def list_components(
         if registry_name == "experiments":
             for exp in known_experiments():
                 try:
-                    found, location = summary(exp)
+                    found, location = summary(exp)  # none for a module the experiments import
                     rows.extend((label, text, location if i == 0 else "") for i, (label, text) in enumerate(found))
                 except ConfigError as exc:
                     rows.append((exp, f"broken: {exc}", ""))

@@ -92,10 +92,16 @@ def test_show_prints_problem_types_by_value() -> None:
         ("trainer.steps=True", "--set trainer.steps=True: trainer.steps is not a boolean field, so True would be read as 1"),
         ("rollout.temperature=False", "rollout.temperature is not a boolean field, so False would be read as 0"),
         ("mixer.decay_steps=True", "mixer.decay_steps is not a boolean field"),  # int | None
+        ("model.lora=True", ("--set model.lora=True: model.lora is a LoraSpec, not an on/off switch: set its fields"
+                             " (e.g. --set model.lora.rank=...), or None to turn it off. Fields: rank, alpha,")),
+        ("data.video=False", "data.video is a VideoSpec, not an on/off switch: set its fields (e.g. --set data.video.fps=...)."),
+        ("reward.format=True", "--set reward.format=True: reward.format is not a boolean field; give a value of its type"),
     ],
 )
 def test_a_boolean_for_a_non_boolean_field_is_refused(item: str, message: str) -> None:
-    assert_user_error(evr1("show", "quickstart", "--set", item), message)
+    out = evr1("show", "quickstart", "--set", item)
+    assert_user_error(out, message)
+    assert ("would be read as" in out.stderr) == (item.split("=")[0] in ("trainer.steps", "rollout.temperature", "mixer.decay_steps"))
 
 
 def test_booleans_still_set_boolean_fields() -> None:

@@ -304,13 +304,13 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
     """Train, recording in `run.json` that the run is running, then finished, interrupted or failed; a failure
     ends with one line saying where the run stopped and how to resume it."""
     from evr1.run_dir import SOURCE_FILE, failed_message, log_event, original_source, process_info, stopped_step
-    from evr1.runner.train import TrainingError, train
+    from evr1.runner.train import train
 
     log_event(target, "running", resumed=resume, **process_info())
     try:
         train(experiment, target, resume=resume, source=source)
-    except KeyboardInterrupt:  # `train` said where it stopped and how to continue
-        log_event(target, "interrupted", step=stopped_step(target))
+    except KeyboardInterrupt as exc:  # `train` said where it stopped and how to continue
+        log_event(target, "interrupted", step=getattr(exc, "evr1_step", None) or stopped_step(target))
         raise typer.Exit(130) from None
     except Exception as exc:  # noqa: BLE001 - recorded, reported with a resume hint, and the run exits non-zero
         text = "".join(traceback.format_exception(exc))
@@ -319,8 +319,7 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
         code = next((f for f in files if str(f) in text), None)
         lines = [line for line in str(exc).splitlines() if line.strip()] or [""]
         error = type(exc).__name__ + ": " + (lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1].strip()}")
-        named = re.match(r"step (\d+): ", str(exc)) if isinstance(exc, TrainingError) else None  # its message names the step
-        step = int(named.group(1)) if named else stopped_step(target)
+        step = getattr(exc, "evr1_step", None) or stopped_step(target)  # `train` says which step was running
         log_event(target, "failed", step=step, error=error, in_experiment_code=code is not None)
         if isinstance(exc, Evr1Error):
             typer.echo(f"error: {exc}", err=True)

@@ -539,7 +539,8 @@ def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: Exper
     """Run (or continue) the experiment in `run_dir`; returns the logged metric rows.
 
     `source`: the experiment's file or module, imported by every worker (see `Trainer`). On Ctrl-C
-    it prints the step it stopped at and how to continue, and raises `KeyboardInterrupt` again.
+    it prints the step it stopped at and how to continue, and raises `KeyboardInterrupt` again. An
+    exception that ends the run carries that step as `evr1_step`.
     """
     started = time.time()
     trainer = None
@@ -547,8 +548,10 @@ def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: Exper
         trainer = Trainer(exp, run_dir, source)  # data, cache and offline responses checked before Ray starts
         with ray_session(exp.resources):
             rows = trainer.fit(resume=resume)
-    except KeyboardInterrupt:
-        print(interrupted_message(Path(run_dir), trainer.current_step if trainer else 0), file=sys.stderr)
+    except BaseException as exc:
+        exc.evr1_step = trainer.current_step if trainer else 0  # type: ignore[attr-defined]
+        if isinstance(exc, KeyboardInterrupt):
+            print(interrupted_message(Path(run_dir), exc.evr1_step), file=sys.stderr)
         raise
     print(f"done in {time.time() - started:.0f} s; report: {Path(run_dir) / 'report.md'}")
     return rows

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pathlib import Path
 
 from evr1.rewards.contract import RewardFn, RewardInput, sample_function
 
@@ -36,9 +40,24 @@ class Failure:
 _PENDING = object()
 
 
+_EVR1 = Path(__file__).resolve().parents[1]
+_INSTALLED = tuple({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+
 def _failure(exc: BaseException) -> Failure:
     timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))
-    return Failure(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, timed_out)
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return Failure(text + _where(exc), timed_out)
+
+
+def _where(exc: BaseException) -> str:
+    """` (at FILE:LINE)` of the innermost frame in a plugin's own code (neither evr1 nor an installed package,
+    nor the standard library), so that a reward bug in an experiment file names its line; else ''."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = Path(frame.filename).resolve()
+        if not path.is_relative_to(_EVR1) and not any(path.is_relative_to(p) for p in _INSTALLED) and path.exists():
+            return f" (at {frame.filename}:{frame.lineno})"
+    return ""
 
 
 class _Run:

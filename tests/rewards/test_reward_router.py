@@ -100,6 +100,7 @@ def test_plugin_routing_per_sample_and_failures(plugins: list[str]) -> None:
     assert [o.score for o in outs] == [0.5, 0.0, 0.0, 0.0, 0.0, 0.25]
     assert not outs[1].applicable and outs[1].error is None
     assert "s2" in outs[2].error and "exploded" in outs[2].error
+    assert f"(at {__file__}:" in outs[2].error  # the plugin's own line, not evr1's or a library's
     assert outs[3].timed_out and "s3" in outs[3].error and "timed out" in outs[3].error
     assert "1.5" in outs[4].error
     metrics = router.metrics(inputs, outs)

@@ -75,11 +75,10 @@ def test_workers_and_resume_import_the_experiment_a_config_builds_on(tmp_path: P
     assert "UnknownNameError" not in failed.stderr  # the workers know base/fixed
     ex = project / "experiments" / "ex.py"
     # the step the worker names (no metrics row was logged: stopped_step alone would say "before step 1"); the
-    # reward router reports a scorer's error without its traceback, so the file it came from is not named
-    assert failed.stderr.splitlines()[-1] == (
-        "the run failed at step 1; after fixing the cause, continue with `evr1 run --resume runs/d` (from step 0: no"
-        " checkpoint was saved)"
-    )
+    # scorer's error names the line of the experiment code it came from, so the fix goes through --update-code
+    last = failed.stderr.splitlines()[-1]
+    assert last.startswith("the run failed at step 1 in the experiment's code (") and "ex.py" in last, last
+    assert last.endswith("continue with `evr1 run --resume runs/d --update-code` (from step 0: no checkpoint was saved)")
     run_dir = project / "runs" / "d"
     event = json.loads((run_dir / "run.json").read_text())["history"][-1]
     assert (event["event"], event["step"]) == ("failed", 1)

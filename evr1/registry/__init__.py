@@ -68,27 +68,19 @@ CONVENTIONS: dict[str, Convention] = {
     ),
 }
 
-REWARDS: Registry = Registry(
-    "rewards", builtin_modules=["evr1.rewards.builtin"], check=called_as(CONVENTIONS["rewards"])
-)
-ADVANTAGES: Registry = Registry(
-    "advantages", builtin_modules=["evr1.algos.advantages"], check=called_as(CONVENTIONS["advantages"])
-)
-POLICY_LOSSES: Registry = Registry(
-    "policy_losses", builtin_modules=["evr1.algos.losses"], check=called_as(CONVENTIONS["policy_losses"])
-)
-MIXERS: Registry = Registry(
-    "mixers", builtin_modules=["evr1.data.mixers"], check=called_as(CONVENTIONS["mixers"])
-)
-SAMPLERS: Registry = Registry(
-    "samplers", builtin_modules=["evr1.data.samplers"], check=called_as(CONVENTIONS["samplers"])
-)
-ENGINES: Registry = Registry(
-    "engines", builtin_modules=["evr1.engines.builtin"], check=called_as(CONVENTIONS["engines"])
-)
-MODELS: Registry = Registry(
-    "models", builtin_modules=["evr1.models.builtin"], check=called_as(CONVENTIONS["models"])
-)
+
+def _checked(name: str, builtins: str) -> Registry:
+    """A registry whose entries are checked against `CONVENTIONS[name]` when registered."""
+    return Registry(name, builtin_modules=[builtins], check=called_as(CONVENTIONS[name]))
+
+
+REWARDS: Registry = _checked("rewards", "evr1.rewards.builtin")
+ADVANTAGES: Registry = _checked("advantages", "evr1.algos.advantages")
+POLICY_LOSSES: Registry = _checked("policy_losses", "evr1.algos.losses")
+MIXERS: Registry = _checked("mixers", "evr1.data.mixers")
+SAMPLERS: Registry = _checked("samplers", "evr1.data.samplers")
+ENGINES: Registry = _checked("engines", "evr1.engines.builtin")
+MODELS: Registry = _checked("models", "evr1.models.builtin")
 BENCHMARKS: Registry = Registry("benchmarks", builtin_modules=["evr1.eval.benchmarks"])
 EXPERIMENTS: Registry = Registry("experiments")
 

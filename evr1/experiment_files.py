@@ -63,8 +63,12 @@ def project_root(start: Path | None = None) -> Path | None:
     return None
 
 
+PACKAGE = "evr1_experiments"  # experiment files are imported as its modules (`evr1_experiments.<name>`)
 _LOADED: dict[Path, ModuleType] = {}  # resolved file -> its module: experiment files and their sibling modules
 _DEPS: dict[Path, list[ExperimentSource]] = {}  # experiment file -> experiments its top level used
+_FAILED: dict[Path, tuple[bytes, ConfigError]] = {}  # file -> the bytes that failed to import, and why
+_SIBLINGS: dict[Path, dict[str, ModuleType]] = {}  # folder -> the modules imported from it by name (`helpers`, `lib.sub`)
+_IMPORTED: dict[str, ExperimentSource] = {}  # name and key -> a file `import_source` imported (e.g. a run's copy)
 _RECORDINGS: list[list[ExperimentSource]] = []  # open records of experiments used, innermost last
 
 
@@ -75,38 +79,56 @@ def _file_of(module: ModuleType | None) -> Path | None:
 
 def _loaded(path: Path) -> ModuleType | None:
     """The module already imported from `path` in this process, under whatever name."""
-    if path not in _LOADED:
-        for name in (f"evr1_experiments.{path.stem}", path.stem):
-            if _file_of(sys.modules.get(name)) == path:
-                _LOADED[path] = sys.modules[name]
+    if path not in _LOADED and _file_of(sys.modules.get(path.stem)) == path:
+        _LOADED[path] = sys.modules[path.stem]  # imported as a sibling module
     return _LOADED.get(path)
+
+
+def _package() -> None:
+    """Register the parent package of experiment modules, which pickling a class they define needs."""
+    if PACKAGE not in sys.modules:
+        package = ModuleType(PACKAGE, "Experiment files imported by evr1.")
+        package.__path__ = []
+        sys.modules[PACKAGE] = package
+
+
+def _subtree(name: str) -> dict[str, ModuleType]:
+    return {k: m for k, m in sys.modules.items() if k == name or k.startswith(f"{name}.")}
 
 
 @contextmanager
 def _own_siblings(folder: Path) -> Iterator[None]:
     """While importing from `folder`: each `NAME.py` (or package) there is what `import NAME` gets, the module
-    already imported from that file if any; a module of that name from elsewhere is set aside, and put back after."""
+    already imported from that file if any. A same-named module that another folder's import brought in is set
+    aside (with its submodules), and put back after; any other module already imported (the standard library's
+    `random`, an installed package) stays what `import NAME` gets, as in plain Python."""
     names = {p.stem: p.resolve() for p in folder.glob("*.py")}
     names |= {p.parent.name: p.resolve() for p in folder.glob("*/__init__.py")}
+    theirs = {key.partition(".")[0] for other, modules in _SIBLINGS.items() if other != folder for key in modules}
+    mine = _SIBLINGS.setdefault(folder, {})
     put_back: dict[str, dict[str, ModuleType]] = {}
     for name, file in names.items():
         current = sys.modules.get(name)
-        if current is None or _file_of(current) == file:
-            continue
-        put_back[name] = {k: m for k, m in sys.modules.items() if k == name or k.startswith(f"{name}.")}
-        for key in put_back[name]:
-            del sys.modules[key]
+        if name in theirs and current is not None and _file_of(current) != file:
+            put_back[name] = _subtree(name)
+            for key in put_back[name]:
+                del sys.modules[key]
+    for key, module in mine.items():
+        sys.modules.setdefault(key, module)
     for name, file in names.items():
-        if name not in sys.modules and file.suffix == ".py" and (mine := _LOADED.get(file)) is not None:
-            sys.modules[name] = mine
+        if name not in sys.modules and (module := _LOADED.get(file)) is not None:
+            sys.modules[name] = module  # an experiment file imported before, also a sibling of this one
     try:
         yield
     finally:
+        for key, module in list(sys.modules.items()):
+            if key.partition(".")[0] in names and (file := _file_of(module)) is not None and file.is_relative_to(folder):
+                mine[key] = module
         for name, file in names.items():
             if _file_of(sys.modules.get(name)) == file:
                 _LOADED.setdefault(file, sys.modules[name])
         for name, modules in put_back.items():
-            for key in [k for k in sys.modules if k == name or k.startswith(f"{name}.")]:
+            for key in _subtree(name):
                 del sys.modules[key]
             sys.modules.update(modules)
 
@@ -133,11 +155,24 @@ def _used(source: ExperimentSource) -> None:
 def _load_file(path: Path, name: str | None = None, folder: Path | None = None, alias: Path | None = None) -> ModuleType:
     """The module of an experiment file, imported (once per process) as `evr1_experiments.<name>` (default: the
     file's stem) with `folder` (default: the file's own) first on `sys.path` meanwhile, for the modules it imports.
-    `alias`: the file `path` is a copy of (a run's copy), which a later import of `alias` also gets."""
-    path = path.resolve()
-    if (module := _loaded(path)) is not None:
+    `alias`: the file `path` is a copy of (a run's copy), which a later import of `alias` also gets; a copy equal
+    to a file imported before (`alias`, or the one imported under that name) is that module. A file that failed to import fails again with the same error
+    until it changes (importing it again would register its components twice)."""
+    path, module_name = path.resolve(), f"{PACKAGE}.{name or path.stem}"
+    _package()
+    module = _loaded(path)
+    for other in (alias, _file_of(sys.modules.get(module_name))) if module is None else ():
+        if other is not None and (original := _loaded(other.resolve())) is not None and other.is_file() \
+                and other.read_bytes() == path.read_bytes():
+            module = _LOADED[path] = original  # a copy of a file imported before
+            _DEPS.setdefault(path, _DEPS.get(other.resolve(), []))
+            break
+    if module is not None:
+        sys.modules.setdefault(module_name, module)  # the name Ray workers import it under, for pickled objects
         return module
-    module_name = f"evr1_experiments.{name or path.stem}"
+    code = path.read_bytes()
+    if path in _FAILED and _FAILED[path][0] == code:
+        raise _FAILED[path][1]
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"cannot load experiment file {path}")
@@ -155,9 +190,12 @@ def _load_file(path: Path, name: str | None = None, folder: Path | None = None, 
         if previous is not None:  # another file of the same name
             sys.modules[module_name] = previous
         if isinstance(exc, ConfigError):
+            _FAILED[path] = code, exc
             raise
         hint = f" (modules next to it are imported from {search})" if isinstance(exc, ImportError) else ""
-        raise ConfigError(f"experiment file {path} failed to import: {type(exc).__name__}: {exc}{hint}") from exc
+        error = ConfigError(f"experiment file {path} failed to import: {type(exc).__name__}: {exc}{hint}")
+        _FAILED[path] = code, error
+        raise error from exc
     finally:
         if added:
             sys.path.remove(str(search))
@@ -222,6 +260,8 @@ def _find(name: str, root: Path | None) -> tuple[Any, ExperimentSource]:
     root = root if root is not None else project_root()
     as_path = Path(name)
     if as_path.suffix == ".py":
+        if not as_path.is_file() and (imported := _IMPORTED.get(str(as_path.resolve()))) is not None:
+            return _imported(imported)
         if not as_path.is_file():
             raise ConfigError(f"experiment file {name} does not exist")
         path = as_path.resolve()
@@ -229,6 +269,8 @@ def _find(name: str, root: Path | None) -> tuple[Any, ExperimentSource]:
     if root is not None and (root / "experiments" / f"{name}.py").is_file():
         path = root / "experiments" / f"{name}.py"
         return _load_file(path), ExperimentSource(name, DEFAULT_VARIANT, "file", str(path), path)
+    if name in _IMPORTED:  # e.g. a run's copy, its original gone
+        return _imported(_IMPORTED[name])
     if name in EXPERIMENTS:
         target = EXPERIMENTS.get(name)
         module = target if inspect.ismodule(target) else sys.modules.get(getattr(target, "__module__", ""))
@@ -244,6 +286,12 @@ def _find(name: str, root: Path | None) -> tuple[Any, ExperimentSource]:
     known = known_experiments(root)
     where = f" under {root / 'experiments'}" if root else " (no experiments/ folder found from the current directory)"
     raise ConfigError(f"unknown experiment {name!r}{where}.{suggest(name, known)} Known: {known_list(known)}")
+
+
+def _imported(source: ExperimentSource) -> tuple[ModuleType, ExperimentSource]:
+    """An experiment file `import_source` imported, and its source (default variant, deps recorded apart)."""
+    assert source.file is not None  # a file's source
+    return _load_file(source.file, source.name, source.folder), replace(source, variant=DEFAULT_VARIANT, deps=())
 
 
 def resolve(spec: str, root: Path | None = None) -> tuple[Callable[[], fdl.Config], ExperimentSource]:
@@ -282,6 +330,7 @@ def import_source(source: ExperimentSource) -> None:
             raise ConfigError(f"experiment file {source.location} of {source.label} does not exist")
         alias = Path(source.location) if Path(source.location) != source.file else None
         _load_file(source.file, source.name, source.folder, alias)
+        _IMPORTED[source.name] = _IMPORTED[source.key] = replace(source, variant=DEFAULT_VARIANT, deps=())
     elif source.origin == "entry point":
         EXPERIMENTS.get(source.name)
     else:

@@ -259,24 +259,27 @@ def _sibling_folder(location: str | None, current: Path | None) -> Path | None:
     return Path(location).parent if location and Path(location).parent.is_dir() else None
 
 
-def _recorded_dep(run_dir: Path, record: dict[str, str], use: Mapping[str, Path]) -> ExperimentSource | None:
+def _recorded_dep(run_dir: Path, record: dict[str, str], use: Mapping[str, Path]) -> ExperimentSource:
     if "copy" not in record:
         return ExperimentSource(record["name"], DEFAULT_VARIANT, record["origin"], record["location"], None)
     file = use.get(record["copy"], run_dir / record["copy"])
-    folder = _sibling_folder(record["location"], current_file(record["location"], record["name"]))
-    return ExperimentSource(record["name"], DEFAULT_VARIANT, "file", record["location"], file, folder) if file.is_file() else None
+    current = current_file(record["location"], record["name"])
+    if not file.is_file():
+        why = f": --update-code restores it from {current}" if current else ", and that file no longer exists either"
+        raise ConfigError(f"{run_dir / record['copy']}, the run's copy of the experiment file {record['location']}, is missing{why}")
+    return ExperimentSource(record["name"], DEFAULT_VARIANT, "file", record["location"], file, _sibling_folder(record["location"], current))
 
 
 def recorded_source(run_dir: Path, use: Mapping[str, Path] | None = None) -> ExperimentSource | None:
     """Where a run's experiment came from, as `run.json` records it; an experiment file is read from the run
     directory's copy (the source the run was configured with), or from `use[copy name]` when given; its sibling
     modules from the original file's folder. The same for the experiment files it used (`deps`, each aliased to
-    its original file). None when nothing was recorded."""
+    its original file; a missing copy is refused). None when nothing was recorded."""
     run_dir, use = Path(run_dir).resolve(), use or {}
     info = read_info(run_dir)
     name, _, variant = str(info.get("experiment") or "").partition(":")
     variant = variant or DEFAULT_VARIANT
-    deps = tuple(d for d in (_recorded_dep(run_dir, r, use) for r in info.get("deps", [])) if d is not None)
+    deps = tuple(_recorded_dep(run_dir, r, use) for r in info.get("deps", []))
     if info.get("origin") == "file":
         file = use.get(SOURCE_FILE, run_dir / SOURCE_FILE)
         folder = _sibling_folder(info.get("location"), original_source(run_dir))

@@ -257,7 +257,7 @@ def _check_code(target: Path, info: dict, update_code: bool) -> dict[str, Path]:
         if current is None and name == SOURCE_FILE:
             raise ConfigError(f"--update-code: the experiment file {location} of {target} no longer exists, nor does"
                               " experiments/<name>.py from the current folder")
-        if current is None:
+        if current is None and (target / name).is_file():
             typer.echo(f"note: {location} no longer exists; the run keeps its copy {target / name}", err=True)
     if not changed:
         copies = ", ".join(str(target / name) for name, _, current in files if current is not None)

@@ -5,14 +5,13 @@ experiment file are imported by the driver and the Ray workers, on the first run
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from evr1.runner.metrics import read_metrics
 
-from .test_train import EVR1, ROOT, settings
+from .test_train import ROOT, run, settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -55,9 +54,6 @@ def experiment():
 '''
 
 
-def evr1(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([EVR1, "run", *args], capture_output=True, text=True, cwd=project, timeout=400, check=False)
-
 
 def test_failure_in_experiment_code_then_resume_with_update_code(tmp_path: Path) -> None:
     project = tmp_path / "project"
@@ -67,7 +63,7 @@ def test_failure_in_experiment_code_then_resume_with_update_code(tmp_path: Path)
     exp_file.write_text(FLAKY)
     common = settings(tmp_path, tmp_path / "models", **{"trainer.save_every": "1", "trainer.val_every": "0"})
 
-    failed = evr1(project, "flaky", "--run-dir", "runs/flaky", *common)
+    failed = run("flaky", "--run-dir", "runs/flaky", *common, cwd=project)
     assert failed.returncode == 1, failed.stderr[-3000:]
     assert "RuntimeError: plugin bug" in failed.stderr  # the traceback of a plugin bug is shown
     assert failed.stderr.splitlines()[-1] == (
@@ -83,7 +79,7 @@ def test_failure_in_experiment_code_then_resume_with_update_code(tmp_path: Path)
     config = (run_dir / "config.json").read_bytes()
 
     exp_file.write_text(FLAKY.replace('raise RuntimeError("plugin bug")', "pass  # fixed"))
-    resumed = evr1(project, "--resume", "runs/flaky", "--update-code")
+    resumed = run("--resume", "runs/flaky", "--update-code", cwd=project)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "note: this run failed at step 2 (RuntimeError: plugin bug)" in resumed.stderr
     assert f"updated runs/flaky/experiment.py from {exp_file} (the old copy is runs/flaky/experiment.py.1)" in resumed.stderr

@@ -42,8 +42,9 @@ def settings(tmp: Path, models: Path, **extra: str) -> list[str]:
     return [item for k, v in values.items() for item in ("--set", f"{k}={v}")]
 
 
-def run(*args: str, timeout: int = 400) -> subprocess.CompletedProcess:
-    return subprocess.run([EVR1, "run", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+def run(*args: str, timeout: int = 400, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`evr1 run ARGS` in `cwd` (the repository by default)."""
+    return subprocess.run([EVR1, "run", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
 def stable(rows: list[dict]) -> list[dict]:

@@ -6,14 +6,13 @@ files (the project's `ex.py` deleted), in the driver and in the workers."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from evr1.runner.metrics import read_metrics
 
-from .test_train import EVR1, ROOT, settings
+from .test_train import ROOT, run, settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -56,9 +55,6 @@ def experiment():
 '''
 
 
-def evr1(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([EVR1, "run", *args], capture_output=True, text=True, cwd=project, timeout=400, check=False)
-
 
 def test_workers_and_resume_import_the_experiment_a_config_builds_on(tmp_path: Path) -> None:
     project = tmp_path / "project"
@@ -69,7 +65,7 @@ def test_workers_and_resume_import_the_experiment_a_config_builds_on(tmp_path: P
     common = settings(tmp_path, tmp_path / "models", **{"trainer.save_every": "1", "trainer.val_every": "0",
                                                         "reward.fail_on_error": "True"})
 
-    failed = evr1(project, "derived", "--run-dir", "runs/d", *common)
+    failed = run("derived", "--run-dir", "runs/d", *common, cwd=project)
     assert failed.returncode == 2, failed.stderr[-3000:]
     assert "error: step 1: the reward worker failed" in failed.stderr and "RuntimeError: reward bug" in failed.stderr
     assert "UnknownNameError" not in failed.stderr  # the workers know base/fixed
@@ -85,7 +81,7 @@ def test_workers_and_resume_import_the_experiment_a_config_builds_on(tmp_path: P
 
     (project / "broken").unlink()
     ex.unlink()  # the resume imports the run's copy experiment_deps/ex.py
-    resumed = evr1(project, "--resume", "runs/d")
+    resumed = run("--resume", "runs/d", cwd=project)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "note: this run failed at step 1 (TrainingError: step 1: the reward worker failed:" in resumed.stderr
     rows = read_metrics(run_dir)

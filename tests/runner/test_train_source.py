@@ -14,7 +14,7 @@ import pytest
 
 from evr1.runner.metrics import read_metrics
 
-from .test_train import EVR1, settings
+from .test_train import EVR1, run, settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -48,9 +48,6 @@ def experiment():
 '''
 
 
-def evr1_run(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([EVR1, "run", *args], capture_output=True, text=True, cwd=project, timeout=400)
-
 
 def test_a_reward_registered_in_the_experiment_file_scores_an_interrupted_and_resumed_run(tmp_path: Path) -> None:
     project, run_dir = tmp_path / "project", tmp_path / "project" / "run"
@@ -71,7 +68,7 @@ def test_a_reward_registered_in_the_experiment_file_scores_an_interrupted_and_re
     assert "Traceback" not in err
 
     (project / "experiments" / "my_exp.py").unlink()  # --resume reads the run directory's copy
-    resumed = evr1_run(project, "--resume", str(run_dir))
+    resumed = run("--resume", str(run_dir), cwd=project)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming from checkpoint step_00000" in resumed.stdout
     rows = read_metrics(run_dir)
@@ -80,7 +77,7 @@ def test_a_reward_registered_in_the_experiment_file_scores_an_interrupted_and_re
         assert row["reward/multiple_choice/accuracy"] == pytest.approx(SCORE)
         assert row["reward/errors"] == 0.0
 
-    again = evr1_run(project, "--resume", str(run_dir))
+    again = run("--resume", str(run_dir), cwd=project)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "already finished all 4 steps" in again.stdout
     assert "ray" not in again.stderr.lower()  # Ray never started

@@ -10,6 +10,9 @@ correct, incorrect, affirmative, negative), with only spaces between, flips it (
 yes"), a negation one word further ("not entirely correct"), a negated word next to another polarity
 word ("it is not true that it is false"), or a leading word the negation contradicts ("Yes, that
 isn't correct").
+
+A bare negation with no polarity word is no: "Not.", "Absolutely not.", "Certainly not!", "Not at
+all", "Never" (only intensifiers may come before it; "Why not?" is no answer).
 """
 
 from __future__ import annotations
@@ -33,6 +36,11 @@ _NEGATIONS = {"not", "never"}
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _CONJ = {"or", "and", "nor", "vs"}
 MAX_WORDS = 2000
+_BARE_NO = re.compile(
+    r"(?:(?:absolutely|certainly|definitely|surely|obviously|clearly|probably|most[ \t]+likely|really|of[ \t]+course)"
+    r"[ \t,]+)*(?:not|never)(?:[ \t]+at[ \t]+all)?[ \t]*[.!]*",
+    re.IGNORECASE,
+)
 
 
 def _is_negation(word: str) -> bool:
@@ -64,6 +72,8 @@ def read_bool(value: Any) -> bool | None:
     joined = [i > 0 and text[matches[i - 1].end() : m.start()].isspace() for i, m in enumerate(matches)]
     if len(words) == 1 and words[0] in _ALONE:
         return _ALONE[words[0]]
+    if _BARE_NO.fullmatch(text.strip(" \t\r\n*`\"'")):
+        return False
     readings = [_reading(words, joined, i) for i, w in enumerate(words) if w in _POLARITY]
     if any(v is None for v, _ in readings):
         return None

@@ -4,6 +4,8 @@
   "00:03 - 1:02:07" (mm:ss and hh:mm:ss), "2 minutes" (units: ms, s, min).
 - boxes: `[x1, y1, x2, y2]`, lists of them, `{"bbox_2d": [..]}` (Qwen2.5-VL), `(x1,y1),(x2,y2)`
   (Qwen2-VL `<|box_start|>`), or any text with a multiple of four numbers.
+- prose around boxes: `prose_interval` reads "from 8 to 11 seconds" in an answer that also holds
+  boxes, as an interval is read, once the JSON, box lists and track lines are blanked out.
 - tracks: `{"<t>": box}`, `{"boxes": {..}}`, `[{"time": t, "bbox_2d": box}, ...]` (or `"frame": i`
   with the input's frame timestamps), or lines like `3.0s: [x1, y1, x2, y2]`.
 """
@@ -112,6 +114,20 @@ def parse_interval(value: Any) -> tuple[float, float] | None:
         tokens = time_tokens(value)
         return (tokens[0], tokens[1]) if len(tokens) >= 2 else None
     return None
+
+
+def prose_interval(text: str) -> tuple[float, float] | None:
+    """The interval of the prose of an answer: `parse_interval` of the text with its JSON value, box
+    lists and track lines blanked out (so box coordinates are never read as times)."""
+    text = _TRACK_LINE.sub(" ; ", text[:MAX_CHARS])
+    starts = [i for i in (text.find("["), text.find("{")) if i >= 0]
+    end = max(text.rfind("]"), text.rfind("}"))
+    if starts and end > min(starts) and load_json(text) is not None:
+        text = text[: min(starts)] + " ; " + text[end + 1 :]
+    for pattern in (_BRACKET_BOX, _POINT_PAIR):
+        text = pattern.sub(" ; ", text)
+    tokens = time_tokens(text)
+    return (tokens[0], tokens[1]) if len(tokens) >= 2 else None
 
 
 def _box(values: Sequence[Any]) -> Box | None:

@@ -4,7 +4,10 @@ Read in order: a bare letter (`B`, `(b)`, `B.`, `Option B`); the text of exactly
 (`options` hold the texts, with or without an `A.` prefix); else the capital letters standing
 alone in the answer (`B. the dog`, `The answer is B`), which must all be one in-range letter,
 and a leading one must not be contradicted by the option text that follows it; else the one
-option text the answer mentions. `A` before a lowercase word (the article, at a sentence start)
+option text the answer mentions. A letter right after a negation ("not B", "isn't B", "never B"),
+and any letter joined to it by "or", "nor", "and", "/" or a comma, is rejected: "Definitely not B,
+the answer is A" is A, "C, not A" is C, "not A or B" has none. An option text may be given without
+its leading article ("cat" for "A cat"). `A` before a lowercase word (the article, at a sentence start)
 and `I` before a lowercase word (the pronoun) are words, not letters, unless that word is a
 connective such as "or", "is" or "because". Option texts are blanked out before the search, so
 "Vitamin C" in an option is no letter. Hedges ("A or B", "A (or maybe B)", "A B") and any
@@ -33,6 +36,9 @@ _CONNECTIVES = "or|and|nor|vs|versus|is|because|since|as|but|not|seems|appears|l
 _BEFORE_WORD = re.compile(rf"[ \t]+(?!(?:{_CONNECTIVES})\b)[a-z]")
 _SENTENCE_END = ".!?:;>\n"
 _OPTION_PREFIX = re.compile(r"[ \t]*[(\[]?[A-Za-z][)\].:][ \t]+")
+_NEGATED = re.compile(r"(?:\b(?:not|never)|n't|n’t)[ \t]+[(\[]?$", re.IGNORECASE)
+_JOINED = re.compile(r"[)\]]?[ \t]*(?:,|/|\b(?:or|nor|and)\b)[ \t]*[(\[]?", re.IGNORECASE)
+_ARTICLE = re.compile(r"(?:a|an|the)[ \t]+(?=\S)", re.IGNORECASE)
 
 
 def option_count(options: Sequence[str] | None) -> int:
@@ -44,9 +50,37 @@ def _bare_options(options: Sequence[str] | None) -> list[str]:
     return [_OPTION_PREFIX.sub("", o, count=1) if _OPTION_PREFIX.match(o) else o for o in options or []]
 
 
+def _without_article(text: str) -> str:
+    return _ARTICLE.sub("", text, count=1) if _ARTICLE.match(text) else text
+
+
 def _by_text(text: str, texts: list[str]) -> str | None:
-    hits = [i for i, t in enumerate(texts) if t and t == text]
-    return LETTERS[hits[0]] if len(hits) == 1 else None
+    """The letter of the one option equal to `text`, else of the one equal to it without articles."""
+    for answer, options in ((text, texts), (_without_article(text), [_without_article(t) for t in texts])):
+        hits = [i for i, t in enumerate(options) if t and t == answer]
+        if hits:
+            return LETTERS[hits[0]] if len(hits) == 1 else None
+    return None
+
+
+def _rejected(t: str, lone: list[re.Match[str]]) -> set[int]:
+    """Indexes of the letters a negation rejects: one right after it and those joined to that one."""
+    out: set[int] = set()
+    for i, m in enumerate(lone):
+        negated = _NEGATED.search(t, max(m.start() - 16, 0), m.start())
+        if negated or (i - 1 in out and _JOINED.fullmatch(t, lone[i - 1].end(), m.start())):
+            out.add(i)
+    return out
+
+
+def _mentioned(norm: str, texts: list[str]) -> str | None:
+    """The letter of the one option text the answer contains, else of the one it contains without articles."""
+    padded = f" {norm} "
+    for options in (texts, [_without_article(t) for t in texts]):
+        hits = [i for i, o in enumerate(options) if o and f" {o} " in padded]
+        if hits:
+            return LETTERS[hits[0]] if len(hits) == 1 else None
+    return None
 
 
 def _is_word(t: str, match: re.Match[str]) -> bool:
@@ -59,8 +93,8 @@ def _is_word(t: str, match: re.Match[str]) -> bool:
 
 
 def _blank_options(t: str, options: list[str]) -> str:
-    """`t` with each option text (of two or more characters) replaced by spaces."""
-    for option in options:
+    """`t` with each option text (of two or more characters, with and without its article) blanked."""
+    for option in sorted({*options, *map(_without_article, options)}, key=len, reverse=True):
         words = option.split()
         if len("".join(words)) >= 2:
             pattern = r"(?<![A-Za-z0-9])" + r"\s+".join(map(re.escape, words)) + r"(?![A-Za-z0-9])"
@@ -89,19 +123,21 @@ def choice_letter(text: str | None, options: Sequence[str] | None, count: int | 
     if named is not None:
         return named
     lone = [m for m in _LONE.finditer(_blank_options(t, bare)) if not _is_word(t, m)]
-    letters = {m.group(1) for m in lone}
-    if len(letters) > 1 or any(LETTERS.index(c) >= n for c in letters):
+    if any(LETTERS.index(m.group(1)) >= n for m in lone):
+        return None
+    rejected = _rejected(t, lone)
+    kept = [m for i, m in enumerate(lone) if i not in rejected]
+    letters = {m.group(1) for m in kept}
+    if len(letters) > 1 or letters & {m.group(1) for i, m in enumerate(lone) if i in rejected}:
         return None
     if letters:
-        first = lone[0]
+        first = kept[0]
         if first.start() == 0:  # a leading letter must not be contradicted by the option text after it
             rest = _by_text(normalise_text(t[first.end() :], punctuation=True), texts)
             if rest not in (None, first.group(1)):
                 return None
         return first.group(1)
-    padded = f" {norm} "
-    mentioned = [i for i, o in enumerate(texts) if o and f" {o} " in padded]
-    return LETTERS[mentioned[0]] if len(mentioned) == 1 else None
+    return None if lone else _mentioned(norm, texts)
 
 
 def reference_letter(inp: RewardInput) -> str:

@@ -1,5 +1,7 @@
 """Preference: which of two responses is better, by label (`A`/`B`, also `1`/`2`, `first`/
-`second`, `Response A`), or a tie (`tie`, `equal`). An answer naming both scores 0.
+`second`, `Response A`), or a tie (`tie`, `equal`). An answer naming both scores 0, unless it
+compares them: "Response 1 is worse than Response 2" is B, "A is better than B" is A (every
+comparison in the answer must agree; a negated one, "is not better than", is no comparison).
 """
 
 from __future__ import annotations
@@ -21,6 +23,26 @@ _WORDS = {
 }  # fmt: skip
 _PREFIX = re.compile(r"(?:response|answer|output|assistant|candidate)[ \t]*", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
+_LABEL = r"(?:the[ \t]+)?(?:(?:response|answer|output|assistant|candidate)[ \t]*)?([AB12]|first|second|former|latter)\b"
+_BETTER = {"better", "superior", "stronger", "preferable", "preferred"}
+_WORSE = {"worse", "inferior", "weaker"}
+_ADVERB = r"(?:(?:much|far|slightly|clearly|a[ \t]+bit)[ \t]+)?"
+_COMPARISON = re.compile(
+    rf"(?<![\w-]){_LABEL}(?:[ \t]+(?:one|response|answer))?[ \t]+(?:is|was|seems|looks)[ \t]+{_ADVERB}"
+    rf"({'|'.join(sorted(_BETTER | _WORSE))})[ \t]+(?:than|to)[ \t]+{_LABEL}",
+    re.IGNORECASE,
+)
+
+
+def _compared(text: str) -> str | None:
+    """The winner of the answer's comparisons ('A' or 'B'); None when there are none or they disagree."""
+    winners: set[str] = set()
+    for m in _COMPARISON.finditer(text):
+        first, second = (_WORDS.get(g.casefold(), g.upper()) for g in (m.group(1), m.group(3)))
+        if first == second:
+            return None
+        winners.add(first if m.group(2).casefold() in _BETTER else second)
+    return winners.pop() if len(winners) == 1 else None
 
 
 def read_label(value: Any) -> str | None:
@@ -29,6 +51,9 @@ def read_label(value: Any) -> str | None:
         return "A" if value == 1 else "B"
     if not isinstance(value, str) or not value.strip():
         return None
+    compared = _compared(value[:20_000])
+    if compared is not None:
+        return compared
     text = _PREFIX.sub("", value[:20_000])
     letter = choice_letter(text, None, count=2)
     if letter is not None:

@@ -7,8 +7,9 @@ reference timestamps, else 0.5 s; matching is one-to-one, nearest first.
   ignored).
 - spatial_temporal_grounding: 0.5 × temporal IoU + 0.5 × vIoU, where vIoU is the IoU sum over
   shared timestamps divided by the number of timestamps in either track. The answer's span is its
-  `time`/`span` field, else the first to last of its box timestamps. Its time origin, window and
-  clipping rules are temporal grounding's (`temporal_grounding.interval_score`).
+  `time`/`span` field, else a span in its prose ("from 8 to 11 seconds", read as temporal
+  grounding reads an interval, box coordinates aside), else the first to last of its box
+  timestamps. Its time origin, window and clipping rules are temporal grounding's (`temporal_grounding.interval_score`).
 
 Times are on the clip clock (seconds since the first frame of the clip the model is shown); an
 answer by frame index is read against `RewardInput.frame_timestamps`, on that clock too. Boxes
@@ -18,13 +19,14 @@ are converted to the reference's frame as spatial grounding converts them
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from evr1.rewards.contract import RewardOutput
 from evr1.rewards.extract import answer_of
 from evr1.rewards.geometry import Box, box_iou
-from evr1.rewards.grounding_parse import load_json, parse_interval, parse_track
+from evr1.rewards.grounding_parse import load_json, parse_interval, parse_track, prose_interval
 from evr1.rewards.spatial_grounding import in_reference_frame
 from evr1.rewards.temporal_grounding import interval_score, reference_interval
 
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 def _tolerance(inp: RewardInput, times: list[float]) -> float:
     if inp.fps:
         return 0.5 / inp.fps
-    gaps = [b - a for a, b in zip(times, times[1:]) if b > a]
+    gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
     return 0.5 * min(gaps) if gaps else 0.5
 
 
@@ -82,6 +84,9 @@ def _span(text: str, track: Mapping[float, Box]) -> tuple[float, float] | None:
         pair = parse_interval({k: v for k, v in loaded.items() if k != "boxes"})
         if pair is not None:
             return pair
+    prose = prose_interval(text)
+    if prose is not None:
+        return prose
     return (min(track), max(track)) if track else None
 
 

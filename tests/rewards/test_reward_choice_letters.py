@@ -34,7 +34,7 @@ LETTER_TABLE = [
     ("A B", FOUR, None),
     ("A. dog B. cat C. bird D. fish", FOUR, None),
     ("A or B", FOUR, None),
-    ("B, not A", FOUR, None),
+    ("B, not A", FOUR, "B"),  # a negated letter is rejected, not a hedge
     ("A because it barks", FOUR, "A"),  # "because" is a connective: A is the letter
     ("The answer is A based on the barking", FOUR, "A"),  # mid-sentence A before a lowercase word
     # out-of-range letters make the answer ambiguous

@@ -6,6 +6,7 @@ the cache, the rollout and the eval adapter) is one object in the experiment gra
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -416,6 +417,7 @@ class OverlongSpec(Spec):
 
 
 _GROUP_SCALED = ("grpo", "gdpo", "passk")
+_GROUP_BASELINES = ("grpo", "rloo", "gdpo", "passk", "reinforce_pp_baseline")
 
 
 class AlgoSpec(Spec):
@@ -423,9 +425,14 @@ class AlgoSpec(Spec):
 
     `clip_low`/`clip_high` bound the ratio the policy loss uses: the token ratio for `ppo_clip`
     ([1-clip_low, 1+clip_high]; asymmetric = DAPO clip-higher), the length-normalised sequence
-    ratio for `gspo`/`gspo_token` (tiny values, e.g. 3e-4/4e-4), the stop-gradient importance
-    weight for `cispo` (clip_low=1: no lower bound). `reinforce` does not clip. Options of one
-    built-in estimator or loss are errors with another (they would do nothing).
+    ratio for `gspo`/`gspo_token` (the paper's 3e-4/4e-4; wider ranges are warned about, not
+    refused: that ratio leaves 1 by far more than 1e-3 once the policy moves), the stop-gradient
+    importance weight for `cispo` (clip_low=1: no lower bound). `reinforce` does not clip.
+    `dual_clip` c (default 3, as verl and EasyR1) caps the loss of a negative-advantage token at
+    c*|A| in the clipped losses (`ppo_clip`, `gspo`, `gspo_token`), so a token whose ratio exploded
+    (log-ratio 15: gradient 3.3e6*|A| without the cap) gets no gradient; None turns it off. `cispo`
+    (its weight is capped at 1+clip_high) and `reinforce` (unclipped by definition) do not read it.
+    Other options of one built-in estimator or loss are errors with another (they would do nothing).
     """
 
     advantage: RegistryName("advantages") = "grpo"
@@ -436,7 +443,7 @@ class AlgoSpec(Spec):
     policy_loss: RegistryName("policy_losses") = "ppo_clip"
     clip_low: Annotated[float, Field(ge=0)] = 0.2
     clip_high: Annotated[float, Field(ge=0)] = 0.28
-    dual_clip: float | None = None  # ppo_clip: cap the loss of negative-advantage tokens at dual_clip*|A|
+    dual_clip: float | None = 3.0  # clipped losses: cap the loss of negative-advantage tokens at dual_clip*|A|
     log_ratio_clamp: Annotated[float, Field(gt=0)] = 20.0
     loss_agg: Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "constant"] = "token_mean"
     loss_agg_constant: Annotated[float, Field(gt=0)] | None = None  # "constant": tokens per sequence (Dr. GRPO)
@@ -474,23 +481,24 @@ class AlgoSpec(Spec):
                 f"gdpo normalises each reward key separately and never sees the combined score, so {shaping} "
                 "would do nothing: use it with another estimator, or a KL loss term (kl.as_reward_penalty=False)"
             )
-        if not self.offline.in_baseline and adv not in ("grpo", "rloo", "gdpo", "passk"):
-            raise ValueError(f"offline.in_baseline=False only applies to group baselines (grpo, rloo, gdpo, passk), not {adv!r}")
+        if not self.offline.in_baseline and adv not in _GROUP_BASELINES:
+            names = ", ".join(_GROUP_BASELINES)
+            raise ValueError(f"offline.in_baseline=False only applies to group baselines ({names}), not {adv!r}")
 
     def _check_loss_options(self) -> None:
         loss = self.policy_loss
         if "/" in loss:
             return
-        if self.dual_clip is not None and loss != "ppo_clip":
-            raise ValueError(f"dual_clip only applies to ppo_clip, not {loss!r}")
         if loss in ("ppo_clip", "gspo", "gspo_token") and self.clip_low >= 1:
             raise ValueError(f"clip_low must be < 1 for {loss} (the ratio bound 1-clip_low would be <= 0)")
         if loss == "cispo" and self.clip_low > 1:
             raise ValueError("clip_low must be <= 1 for cispo (1 = no lower bound on the importance weight)")
         if loss in ("gspo", "gspo_token") and max(self.clip_low, self.clip_high) > 0.01:
-            raise ValueError(
-                f"{loss} clips the length-normalised sequence ratio, which stays within ~1e-3 of 1: "
-                f"clip_low/clip_high {self.clip_low}/{self.clip_high} would never clip; use e.g. 3e-4/4e-4"
+            warnings.warn(
+                f"{loss} clips the length-normalised sequence ratio; the GSPO paper uses clip_low/clip_high 3e-4/4e-4, "
+                f"and {self.clip_low}/{self.clip_high} clips only rows whose ratio moved that far",
+                UserWarning,
+                stacklevel=2,
             )
 
 

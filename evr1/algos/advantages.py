@@ -28,6 +28,9 @@ The result is 0 on masked tokens and never NaN. Group estimators (grpo, rloo, gd
   the whole group's std `|advantage| <= sqrt((n - 1)(m + 1) / m)` for a group of `n` rows, `m >= 1`
   of them in the statistics (2.0 in that example; `normalised_in_groups` has the bound).
   passk has its own scale (see `evr1.algos.passk`).
+
+`reinforce_pp_baseline` centres each row on its group's mean by the same rules, then whitens
+over the valid tokens of the whole batch (so its rows are not 0 in flat groups).
 """
 
 from __future__ import annotations
@@ -110,6 +113,22 @@ def reinforce_pp(
     rewards = torch.where(mask, rewards, 0.0)
     check_finite("token rewards", rewards)
     return masked_whiten(discounted_returns(rewards, spec.gamma), mask)
+
+
+@ADVANTAGES.register("reinforce_pp_baseline")
+def reinforce_pp_baseline(
+    scores: Scores, group_ids: GroupIds, response_mask: Tensor, *, spec: AlgoSpec, offline: Tensor | None = None
+) -> Tensor:
+    """REINFORCE++-baseline: score minus its group's mean, on every token, whitened over the batch's tokens.
+
+    The group mean (Hu et al. 2025) removes the prompt's difficulty; the whitening, over every valid
+    token of the batch (a row counts once per token), sets the scale instead of a per-group std, so
+    call it on the whole batch of a step. Token rewards `[B, T]` are summed per row first.
+    """
+    values = sequence_scores(scores, response_mask)
+    include = baseline_rows(offline, spec, values.shape[0], values.device)
+    centred = normalised_in_groups(values, Groups.of(group_ids), include, scale_std=False)
+    return masked_whiten(per_token(centred, response_mask), response_mask)
 
 
 @ADVANTAGES.register("remax")

@@ -31,20 +31,21 @@ from evr1.specs import AlgoSpec
 
 
 def _clipped_surrogate(ratio: Tensor, advantages: Tensor, spec: AlgoSpec) -> Core:
-    """`max(-A r, -A clip(r, 1-clip_low, 1+clip_high))` and where each bound was active."""
+    """`max(-A r, -A clip(r, 1-clip_low, 1+clip_high))`, capped at `-A c` where A < 0 when `spec.dual_clip`
+    is c, and where each bound was active."""
     low, high = 1.0 - spec.clip_low, 1.0 + spec.clip_high
     loss = torch.maximum(-advantages * ratio, -advantages * ratio.clamp(low, high))
     value = ratio.detach()
-    return Core(loss, value, (advantages < 0) & (value < low), (advantages > 0) & (value > high))
+    core = Core(loss, value, (advantages < 0) & (value < low), (advantages > 0) & (value > high))
+    if spec.dual_clip is not None:
+        negative = advantages < 0
+        core.token_loss = torch.where(negative, torch.minimum(loss, -advantages * spec.dual_clip), loss)
+        core.extra["clip_frac_dual"] = negative & (value > spec.dual_clip)
+    return core
 
 
 def ppo_clip_core(logprobs: Tensor, log_ratio: Tensor, advantages: Tensor, mask: Tensor, spec: AlgoSpec) -> Core:
-    core = _clipped_surrogate(log_ratio.exp(), advantages, spec)
-    if spec.dual_clip is not None:
-        negative = advantages < 0
-        core.token_loss = torch.where(negative, torch.minimum(core.token_loss, -advantages * spec.dual_clip), core.token_loss)
-        core.extra["clip_frac_dual"] = negative & (core.ratio > spec.dual_clip)
-    return core
+    return _clipped_surrogate(log_ratio.exp(), advantages, spec)
 
 
 def _sequence_log_ratio(log_ratio: Tensor, mask: Tensor) -> Tensor:
@@ -55,8 +56,12 @@ def gspo_core(logprobs: Tensor, log_ratio: Tensor, advantages: Tensor, mask: Ten
     seq_ratio = _sequence_log_ratio(log_ratio, mask).exp()
     seq_adv = masked_mean(advantages, mask, dim=-1)
     core = _clipped_surrogate(seq_ratio, seq_adv, spec)
-    shape = mask.shape
-    return Core(*(t[:, None].expand(shape) for t in (core.token_loss, core.ratio, core.clipped_low, core.clipped_high)))
+
+    def per_token(row: Tensor) -> Tensor:
+        return row[:, None].expand(mask.shape)
+
+    tensors = (core.token_loss, core.ratio, core.clipped_low, core.clipped_high)
+    return Core(*map(per_token, tensors), {name: per_token(flags) for name, flags in core.extra.items()})
 
 
 def gspo_token_core(logprobs: Tensor, log_ratio: Tensor, advantages: Tensor, mask: Tensor, spec: AlgoSpec) -> Core:
@@ -109,8 +114,8 @@ _register(
     ppo_clip_core,
     """PPO clip: max(-A r, -A clip(r, 1-clip_low, 1+clip_high)), r = pi/pi_old per token.
 
-    Asymmetric bounds are DAPO's clip-higher. With `dual_clip` c, tokens with A < 0 lose at most
-    -A c (Ye et al. 2020), so huge ratios on negative tokens cannot dominate.
+    Asymmetric bounds are DAPO's clip-higher. With `dual_clip` c (default 3), tokens with A < 0 lose
+    at most -A c (Ye et al. 2020), so huge ratios on negative tokens cannot dominate.
     """,
 )
 _register(
@@ -119,7 +124,7 @@ _register(
     """GSPO: the PPO clip on the sequence ratio s = exp(mean_t log r_t), with the row's mean advantage.
 
     Every token of a row carries the row's loss; with `loss_agg='seq_mean_token_mean'` this is
-    the paper's objective (Zheng et al. 2025).
+    the paper's objective (Zheng et al. 2025). `dual_clip` caps rows with A < 0 as in `ppo_clip`.
     """,
 )
 _register(

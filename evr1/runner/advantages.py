@@ -2,7 +2,7 @@
 
 The order follows DAPO: scores are shaped (overlong penalty), groups outside the dynamic-sampling
 range are dropped, and only then do the KL penalty and the estimator run, on the kept rows only,
-so batch-whitened estimators (reinforce_pp, gdpo) never see the statistics of dropped rows.
+so batch-whitened estimators (reinforce_pp, reinforce_pp_baseline, gdpo) never see the statistics of dropped rows.
 
 The KL reward penalty needs the current policy's log-probs. For online rows these are the
 sampler's (behaviour) log-probs; offline rows have none at this point (their curated behaviour

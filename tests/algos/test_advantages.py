@@ -173,6 +173,27 @@ def test_reinforce_pp_returns_and_whitening():
     assert close(adv, expected), adv
 
 
+@pytest.mark.parametrize(
+    ("scores", "ids", "mask", "offline", "expected"),
+    [
+        # centred [0.5, -0.5 | 0, 0]; 8 tokens of mean 0, unbiased std sqrt(1/7)
+        ([1, 0, 1, 1], [0, 0, 1, 1], [[1, 1]] * 4, None, [0.5 * 7**0.5, -0.5 * 7**0.5, 0, 0]),
+        # lengths 3, 1, 3, 3: token mean 0.1, unbiased std sqrt(0.9 / 9); a flat group is not 0
+        ([1, 0, 1, 1], [0, 0, 1, 1], [[1, 1, 1], [1, 0, 0], [1, 1, 1], [1, 1, 1]], None,
+         [0.4 / 0.1**0.5, -0.6 / 0.1**0.5, -0.1 / 0.1**0.5, -0.1 / 0.1**0.5]),
+        # in_baseline=False: mean of the online rows 0.5 -> [0.5, -0.5, -0.5]; mean -1/6, std sqrt(1/3)
+        ([1, 0, 0], [0, 0, 0], [[1]] * 3, [False, False, True], [(2 / 3) / S3, (-1 / 3) / S3, (-1 / 3) / S3]),
+    ],
+)  # fmt: skip
+def test_reinforce_pp_baseline_centres_in_groups_then_whitens_the_batch(scores, ids, mask, offline, expected):
+    spec = AlgoSpec(advantage="reinforce_pp_baseline", offline=OffPolicySpec(in_baseline=offline is None))
+    mask = torch.tensor(mask)
+    kw = {} if offline is None else {"offline": torch.tensor(offline)}
+    adv = run("reinforce_pp_baseline", scores, ids, mask, spec=spec, **kw)
+    assert rows(adv) == pytest.approx(expected, abs=1e-5)
+    assert (adv[~mask.bool()] == 0).all()
+
+
 def test_remax_subtracts_the_greedy_score():
     adv = run("remax", [1.0, 0.5], [0, 0], baselines=torch.tensor([0.5, 0.5]))
     assert rows(adv) == pytest.approx([0.5, 0.0])
@@ -210,4 +231,5 @@ def test_input_errors_name_the_problem():
 
 
 def test_all_estimators_are_registered():
-    assert {"grpo", "rloo", "reinforce_pp", "remax", "gdpo", "passk"} <= set(ADVANTAGES.names())
+    names = {"grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "remax", "gdpo", "passk"}
+    assert names <= set(ADVANTAGES.names())

@@ -34,11 +34,8 @@ def test_valid_settings(kwargs):
         ({"loss_agg": "constant"}, "needs loss_agg_constant"),
         ({"loss_agg_constant": 512.0}, "needs loss_agg_constant"),
         ({"dual_clip": 1.0}, "dual_clip must be > 1"),
-        ({"dual_clip": 3.0, "policy_loss": "cispo"}, "only applies to ppo_clip"),
         ({"clip_low": 1.0}, "clip_low must be < 1"),
         ({"policy_loss": "cispo", "clip_low": 1.5}, "no lower bound"),
-        ({"policy_loss": "gspo"}, "would never clip"),
-        ({"policy_loss": "gspo_token", "clip_low": 0.2, "clip_high": 4e-4}, "would never clip"),
         ({"advantage": "rloo", "scale_std": False}, "scale_std=False only applies"),
         ({"gamma": 0.9}, "gamma only applies to reinforce_pp"),
         ({"advantage": "passk"}, "needs passk_k"),
@@ -56,6 +53,21 @@ def test_valid_settings(kwargs):
 def test_inert_or_nonsense_settings_are_errors(kwargs, message):
     with pytest.raises(ValidationError, match=message):
         AlgoSpec(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"policy_loss": "gspo"}, {"policy_loss": "gspo_token", "clip_low": 0.2, "clip_high": 4e-4}]
+)
+def test_gspo_with_the_usual_clip_ranges_is_warned_about_not_refused(kwargs):
+    with pytest.warns(UserWarning, match="GSPO paper uses clip_low/clip_high 3e-4/4e-4"):
+        spec = AlgoSpec(**kwargs)
+    assert (spec.clip_low, spec.clip_high) == (kwargs.get("clip_low", 0.2), kwargs.get("clip_high", 0.28))
+
+
+def test_dual_clip_defaults_to_3_and_none_turns_it_off():
+    assert AlgoSpec().dual_clip == 3.0
+    assert AlgoSpec(dual_clip=None).dual_clip is None
+    assert AlgoSpec(policy_loss="cispo", clip_low=1.0).dual_clip == 3.0  # not read by cispo: no error
 
 
 def test_specs_are_frozen_and_strict():

@@ -45,6 +45,30 @@ def test_ppo_dual_clip_caps_negative_advantages():
     assert m["clip_frac_dual"].item() == pytest.approx(0.5)
 
 
+@pytest.mark.parametrize(
+    ("dual_clip", "gradient"), [(3.0, 0.0), (None, 0.5 * math.exp(15))]  # 1.6e6 without the cap
+)
+def test_dual_clip_by_default_removes_the_gradient_of_an_exploded_negative_token(dual_clip, gradient):
+    x = torch.tensor([[15.0]], dtype=torch.float64, requires_grad=True)  # log-ratio 15, A = -0.5
+    loss, m = call_loss("ppo_clip", x, torch.zeros(1, 1, dtype=torch.float64), t([[-0.5]]),
+                        spec=AlgoSpec(dual_clip=dual_clip))  # fmt: skip
+    assert grad_of(loss, x) == pytest.approx([gradient])
+    assert loss.item() == pytest.approx(0.5 * (3.0 if dual_clip else math.exp(15)))
+    assert m.get("clip_frac_dual", torch.tensor(0.0)).item() == (1.0 if dual_clip else 0.0)
+
+
+@pytest.mark.parametrize("name", ["gspo", "gspo_token"])
+def test_gspo_dual_clip_caps_negative_rows(name):
+    # row 0: s = e^2 > 3, A = -1: loss capped at 3, no gradient; row 1: s = e^0.5 < 3, loss -A s with gradient
+    x = torch.tensor([[2.0, 2.0], [0.5, 0.5]], dtype=torch.float64, requires_grad=True)
+    old = torch.zeros(2, 2, dtype=torch.float64)
+    spec = spec_for(name, loss_agg="seq_mean_token_mean", dual_clip=3.0)
+    loss, m = call_loss(name, x, old, t([[-1, -1], [-1, -1]]), spec=spec)
+    assert loss.item() == pytest.approx((3.0 + math.exp(0.5)) / 2)
+    assert grad_of(loss, x) == pytest.approx([0, 0, math.exp(0.5) / 4, math.exp(0.5) / 4])
+    assert m["clip_frac_dual"].item() == pytest.approx(0.5)
+
+
 def test_gspo_clips_the_sequence_ratio():
     x = torch.tensor([[0.001, 0.003], [-1e-4, 1e-4]], dtype=torch.float64, requires_grad=True)
     old = torch.zeros(2, 2, dtype=torch.float64)

@@ -282,8 +282,22 @@ def _refuse_bool(node: fdl.Config, name: str, override: Override) -> None:
     raise ConfigError(f"{override}: {override.path} is not a boolean field; give a value of its type")
 
 
+def _dict_field(node: fdl.Config, name: str) -> dict[Any, Any] | None:
+    """A copy of the dict held by spec field `node.name` (its default when unset), or None when the
+    field is not a dict field."""
+    cls = node.__fn_or_cls__
+    field_info = cls.model_fields.get(name) if inspect.isclass(cls) and issubclass(cls, BaseModel) else None
+    if field_info is None or typing.get_origin(field_info.annotation) is not dict:
+        return None
+    value = node.__arguments__.get(name, field_info.get_default(call_default_factory=True, validated_data={}))
+    return dict(value) if isinstance(value, dict) else None
+
+
 def apply_override(cfg: fdl.Config, override: Override) -> None:
-    """Set one dotted path in the graph; unknown fields are reported with the valid ones."""
+    """Set one dotted path in the graph; unknown fields are reported with the valid ones.
+
+    A path that goes on past a dict field sets one key: `reward.routes.open_ended=open_ended_judge`
+    changes that route and keeps the others; the value None removes the key."""
     share_instances(cfg)
     parts = override.path.split(".")
     node, done = cfg, ""
@@ -295,6 +309,15 @@ def apply_override(cfg: fdl.Config, override: Override) -> None:
                 f"{override}: {owner} at {done or '<experiment>'} has no field {name!r}.{suggest(name, fields)}"
                 f" Fields: {', '.join(fields)}"
             )
+        table = _dict_field(node, name) if i < len(parts) - 1 else None
+        if table is not None:
+            key = ".".join(parts[i + 1 :])
+            if override.value is None:
+                table.pop(key, None)
+            else:
+                table[key] = override.value
+            setattr(node, name, table)
+            return
         if i == len(parts) - 1:
             _refuse_bool(node, name, override)
             setattr(node, name, override.value)
@@ -337,11 +360,16 @@ def provenance(cfg: fdl.Config, overrides: Iterable[Override]) -> dict[str, str]
     for override in overrides:
         parent, _, leaf = override.path.rpartition(".")
         node: Any = cfg
-        for part in parent.split(".") if parent else ():
-            node = getattr(node, part)
+        parts = parent.split(".") if parent else []
+        for j, part in enumerate(parts):
+            child = getattr(node, part)
+            if isinstance(child, dict):  # a key of a dict field: the mark goes on the field
+                parent, leaf = ".".join(parts[:j]), part
+                break
+            node = child
         for alias in by_node.get(id(node), [parent]):
             path = _join(alias, leaf)
-            marks[path] = str(override) + ("" if path == override.path else " (shared)")
+            marks[path] = str(override) + ("" if path == _join(parent, leaf) else " (shared)")
     return marks
 
 

@@ -307,9 +307,16 @@ class CodeSandboxSpec(Spec):
 
 
 class RewardSpec(Spec):
-    """How responses are scored: per-type routes, answer extraction, format, weights and limits."""
+    """How responses are scored: per-type routes, answer extraction, format, weights and limits.
+
+    `extra` adds rewards scored for every sample beside its route, by weight (as TRL's `reward_funcs`
+    with `reward_weights`): the score is the weighted mean of the accuracy, the format and the extra
+    rewards that apply to the sample (one returning None is left out of that sample's mean). Each
+    one's value is a component named after it, and gets its own metrics (`reward/extra/<name>/*`).
+    """
 
     routes: dict[ProblemType, RegistryName("rewards")] = {}  # overrides of the default route (type -> same name)
+    extra: dict[RegistryName("rewards"), Annotated[float, Field(gt=0)]] = {}  # more rewards for every sample: weight
     accuracy_weight: Probability = 0.9
     format_weight: Probability = 0.1
     format: Literal["full", "partial", "none"] = "full"
@@ -340,6 +347,10 @@ class RewardSpec(Spec):
     def _weights(self) -> RewardSpec:
         if self.accuracy_weight + self.format_weight <= 0:
             raise ValueError("accuracy_weight + format_weight must be positive")
+        taken = sorted({"accuracy", "format"} & set(self.extra))
+        if taken:
+            raise ValueError(f"extra reward names {taken} are the router's own components: weigh them with "
+                             "accuracy_weight and format_weight")
         return self
 
 

@@ -104,7 +104,7 @@ def score(
     """Score a file of (response, record) pairs and print a per-type summary.
 
     Every readable line is scored; every unreadable one is reported (file:line, field, record) and
-    makes the exit status 2."""
+    makes the exit status 2. When every sample failed to score (a broken reward), the status is 1."""
     from evr1.rewards.router import RewardRouter, RewardScoringError
 
     spec = build_spec(settings or [], routes or [], experiment)
@@ -128,6 +128,9 @@ def score(
         lines = len({(p.file, p.line) for p in problems})
         err_console.print(f"{lines} line(s) of {file} could not be read" + (" and were not scored" if inputs else "; nothing was scored"))
         raise typer.Exit(2)
+    if inputs and all(o.error for o in outputs):
+        err_console.print(f"all {len(outputs)} sample(s) failed to score")
+        raise typer.Exit(1)
 
 
 def _report(router: Any, inputs: list[Any], outputs: list[Any], out: Path | None, as_json: bool) -> None:

@@ -19,7 +19,7 @@ from evr1.rewards import (
     spatio_temporal,
     temporal_grounding,
 )
-from evr1.rewards.contract import per_sample, with_spec_check
+from evr1.rewards.contract import per_sample, with_spec_check, with_warm_up
 from evr1.rewards.format_reward import format_score
 
 REWARDS.register("multiple_choice", per_sample(multiple_choice.score))
@@ -29,7 +29,7 @@ REWARDS.register("temporal_grounding", per_sample(temporal_grounding.score))
 REWARDS.register("spatial_grounding", per_sample(spatial_grounding.score))
 REWARDS.register("spatial_temporal_grounding", per_sample(spatio_temporal.score_spatial_temporal))
 REWARDS.register("tracking", per_sample(spatio_temporal.score_tracking))
-REWARDS.register("open_ended", per_sample(open_ended.score))
+REWARDS.register("open_ended", with_warm_up(per_sample(open_ended.score), open_ended.warm_up))
 REWARDS.register("math", math_reward.score)
 REWARDS.register("ocr", per_sample(ocr.score))
 REWARDS.register("boolean", per_sample(boolean.score))

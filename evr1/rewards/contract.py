@@ -12,7 +12,7 @@ import asyncio
 import functools
 import inspect
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 PER_SAMPLE_ATTR = "__evr1_per_sample__"
 SPEC_CHECK_ATTR = "__evr1_check_spec__"
+WARM_UP_ATTR = "__evr1_warm_up__"
 
 # What a box's numbers count: pixels of the image as the model saw it (resized), a 0-1000 grid over
 # the image, or fractions of it.
@@ -205,6 +206,47 @@ def per_sample(fn: Callable[[RewardInput, RewardSpec], Any]) -> RewardFn:
     return batch
 
 
+_PER_SAMPLE_HINT = "a function of one input needs @per_sample (from evr1.rewards import per_sample)"
+
+
+def checked_batch(name: str, reward: RewardFn) -> RewardFn:
+    """`reward` (a batch function) whose mistakes of form name the likely fix: a lone value returned
+    for the batch, or an input's attribute asked of the list of inputs. `@per_sample` rewards are
+    returned as they are (their form is right by construction)."""
+    if getattr(reward, PER_SAMPLE_ATTR, None) is not None:
+        return reward
+
+    def values_of(values: Any, count: int) -> Any:
+        if isinstance(values, (str, bytes, Mapping, RewardOutput)) or not isinstance(values, Iterable):
+            raise TypeError(
+                f"reward {name!r} returned one {type(values).__name__} for a batch of {count} inputs: a reward takes"
+                f" the list of inputs and returns one value per input; {_PER_SAMPLE_HINT}"
+            )
+        return values
+
+    def hinted(exc: AttributeError) -> None:
+        if "'list' object has no attribute" in str(exc):
+            exc.args = (f"{exc}: reward {name!r} was given the list of inputs; {_PER_SAMPLE_HINT}",)
+
+    async def awaited(values: Any, count: int) -> Any:
+        try:
+            return values_of(await values, count)
+        except AttributeError as exc:
+            hinted(exc)
+            raise
+
+    @functools.wraps(reward)
+    def batch(inputs: Sequence[RewardInput], spec: RewardSpec) -> Any:
+        try:
+            values = reward(inputs, spec)
+        except AttributeError as exc:
+            hinted(exc)
+            raise
+        return awaited(values, len(inputs)) if inspect.isawaitable(values) else values_of(values, len(inputs))
+
+    return batch
+
+
 def sample_function(reward: RewardFn) -> Callable[[RewardInput, RewardSpec], Any] | None:
     """The synchronous per-sample function behind a `@per_sample` reward, if it has one."""
     fn = getattr(reward, PER_SAMPLE_ATTR, None)
@@ -219,3 +261,13 @@ def with_spec_check(reward: RewardFn, check: Callable[[RewardSpec, str], None]) 
 
 def spec_check(reward: RewardFn) -> Callable[[RewardSpec, str], None] | None:
     return getattr(reward, SPEC_CHECK_ATTR, None)
+
+
+def with_warm_up(reward: RewardFn, warm_up: Callable[[], None]) -> RewardFn:
+    """Attach `warm_up()`, which `RewardRouter.warm_up` calls once at worker start (slow imports, caches)."""
+    setattr(reward, WARM_UP_ATTR, warm_up)
+    return reward
+
+
+def warm_up_of(reward: RewardFn) -> Callable[[], None] | None:
+    return getattr(reward, WARM_UP_ATTR, None)

@@ -43,6 +43,11 @@ def _scorer():
     return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], tokenizer=_Tokenizer())
 
 
+def warm_up() -> None:
+    """Import rouge-score and build the scorer (about 2 s), so that the first sample does not pay for it."""
+    rouge_mean("warm up", "warm up")
+
+
 def references(answer: Any) -> list[str]:
     refs = [str(a) for a in answer] if isinstance(answer, (list, tuple)) else [str(answer)]
     refs = [r for r in refs if r.strip()]

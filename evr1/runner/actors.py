@@ -125,6 +125,7 @@ class RewardWorker:
 
         _import(source)
         self.router = RewardRouter(exp.reward)
+        self.router.warm_up()  # slow imports (ROUGE) now, not inside the first sample
 
     def score(self, inputs: Sequence[Any]) -> list[Any]:
         return self.router.score(inputs)

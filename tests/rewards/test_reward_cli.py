@@ -78,12 +78,12 @@ def test_each_reward_error_is_printed_once_whole(tmp_path: Path) -> None:
             for i in range(12)] + [{"id": "n1", "problem": "How many?", "problem_type": "numerical", "answer": "lots", "response": "3"}]  # fmt: skip
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = _run(EVR1, "rewards", "score", str(bad))
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # every sample failed
     lines = out.stderr.splitlines()
     first = "reward 'temporal_grounding' failed on sample t0: ValueError: record 't0': temporal_grounding answer 'soon' holds no [start, end] interval"
     assert lines.count(first) == 1  # one whole line: not also logged, not re-wrapped
     assert sum(line.startswith("reward '") for line in lines) == 10
-    assert lines[-1] == "... and 3 more errors (--out writes all)"
+    assert lines[-2:] == ["... and 3 more errors (--out writes all)", "all 13 sample(s) failed to score"]
 
 
 def test_missing_judge_names_the_option_of_this_command(pairs: Path) -> None:

@@ -7,7 +7,11 @@ Accepted source fields (JSON or JSONL, one object per record):
   "spatial-temporal grounding", ...); when absent, records with options are multiple choice.
 - `answer`, else `solution`: the content of the last `<answer>…</answer>` is the answer (the
   whole text when there are no tags); JSON for grounding types, a number for numerical ones,
-  an option letter for multiple choice (option text is mapped to its letter).
+  an option letter for multiple choice (option text is mapped to its letter). A code answer in
+  plain text (Python asserts, fenced or not) becomes `{"language": "python", "tests": [...]}`,
+  one test per top-level `assert` (the other top-level statements, e.g. imports and helpers, are
+  put before each); markup (`<svg…`, `<html…`) stays text; a JSON object, or a JSON list of
+  test snippets, is taken as it is.
 - `options`: option texts; "A. …", "(B) …" prefixes in A, B, C order are removed.
 - media: `videos`/`video` and `images`/`image` (a path or a list), or `path` with `data_type`
   ("video"/"image", else guessed from the extension). A leading "./" is dropped and
@@ -19,6 +23,7 @@ Accepted source fields (JSON or JSONL, one object per record):
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterator
@@ -44,6 +49,7 @@ _OPTION_PREFIX = re.compile(r"^\s*\(?([A-Z])\s*[.):]\s*(.*)$", re.DOTALL)
 _LETTER = re.compile(r"^\(?([A-Za-z])\)?(?:[.):\s]|$)")
 _PLACEHOLDER = re.compile(r"<(?:image|video)>[ \t]*\n?")
 _NUMBER = re.compile(r"^[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+_FENCE = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)
 _VIDEO_SUFFIXES = {".mp4", ".avi", ".mov", ".mkv", ".webm", ".flv", ".m4v", ".mpg", ".mpeg", ".wmv", ".gif"}
 _GROUNDING = {
     ProblemType.TEMPORAL_GROUNDING: ("time", 2),
@@ -117,6 +123,38 @@ def _structured(value: Any, ptype: ProblemType) -> Any:
     return value
 
 
+def code_tests(code: str) -> list[str]:
+    """Python test code as evr1's tests list: one snippet per top-level `assert`, each preceded by
+    the code's other top-level statements (imports, helpers) in their order."""
+    fenced = _FENCE.findall(code)
+    code = "\n".join(fenced) if fenced else code
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        raise _FieldError("answer", f"code tests are not valid Python (line {exc.lineno}: {exc.msg})") from None
+    setup: list[str] = []
+    asserts: list[str] = []
+    for node in tree.body:
+        (asserts if isinstance(node, ast.Assert) else setup).append(ast.get_source_segment(code, node) or "")
+    if not asserts:
+        raise _FieldError("answer", "code tests hold no top-level assert statement")
+    return ["\n".join([*setup, test]) for test in asserts]
+
+
+def _code(text: str) -> Any:
+    if text.startswith("<"):
+        return text  # SVG / HTML reference markup
+    try:
+        loaded = json.loads(text)
+    except json.JSONDecodeError:
+        loaded = None
+    if isinstance(loaded, dict):
+        return loaded
+    if isinstance(loaded, list) and loaded and all(isinstance(t, str) for t in loaded):
+        return {"language": "python", "tests": loaded}
+    return {"language": "python", "tests": code_tests(text)}
+
+
 def convert_answer(value: Any, ptype: ProblemType, options: list[str] | None) -> Any:
     """The answer in evr1's conventions for `ptype` (see `evr1.data.records`)."""
     if isinstance(value, str):
@@ -128,6 +166,8 @@ def convert_answer(value: Any, ptype: ProblemType, options: list[str] | None) ->
         return _structured(value, ptype)
     if not isinstance(value, str):
         return value
+    if ptype is ProblemType.CODE:
+        return _code(value)
     if ptype is ProblemType.MULTIPLE_CHOICE:
         return _choice(value, options)
     if ptype in (ProblemType.NUMERICAL, ProblemType.REGRESSION):

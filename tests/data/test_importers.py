@@ -66,6 +66,13 @@ CASES: list[tuple[str, dict[str, Any], PT, Any]] = [
                           "solution": '<answer>{"time": [17.0, 18.5], "boxes": {"18": [440, 135, 493, 246]}}</answer>'},
      PT.SPATIAL_TEMPORAL_GROUNDING, {"time": [17.0, 18.5], "boxes": {"18": [440, 135, 493, 246]}}),
     ("tracking", {"problem_type": "tracking", "answer": {"boxes": {"0": [0, 0, 5, 5]}}}, PT.TRACKING, {"boxes": {"0": [0, 0, 5, 5]}}),
+    ("code tests as plain text", {"problem_type": "code", "solution": "<answer>import math\nassert f(1) == 2\nassert f(\n    2) == 3</answer>"},
+     PT.CODE, {"language": "python", "tests": ["import math\nassert f(1) == 2", "import math\nassert f(\n    2) == 3"]}),
+    ("code tests fenced", {"problem_type": "code", "answer": "```python\nassert f(0) == 1\n```"}, PT.CODE,
+     {"language": "python", "tests": ["assert f(0) == 1"]}),
+    ("code tests as a JSON list", {"problem_type": "code", "answer": '["assert f(0) == 1"]'}, PT.CODE,
+     {"language": "python", "tests": ["assert f(0) == 1"]}),
+    ("code markup stays text", {"problem_type": "code", "answer": "<svg><rect/></svg>"}, PT.CODE, "<svg><rect/></svg>"),
 ]
 
 
@@ -104,6 +111,15 @@ def test_placeholders_ids_meta_and_chain_of_thought(tmp_path: Path) -> None:
     assert record.offline_response == "<think>one, two, three</think>\n<answer>3</answer>"
 
 
+def test_an_imported_code_record_scores_by_its_tests(tmp_path: Path) -> None:
+    from evr1.rewards import RewardInput, RewardRouter
+
+    record = _convert(tmp_path, {"problem": "Write f.", "problem_type": "code",
+                                 "solution": "assert f(1) == 2\nassert f(2) == 3\nassert f(3) == 5"})  # fmt: skip
+    [out] = RewardRouter().score([RewardInput.from_record(record, "<answer>def f(x):\n    return x + 1</answer>")])
+    assert out.error is None and out.components["accuracy"] == pytest.approx(2 / 3)
+
+
 def test_option_letters_are_only_stripped_in_order() -> None:
     assert strip_option_letters(["A. one", "B) two", "(C) three"]) == ["one", "two", "three"]
     assert strip_option_letters(["B. one", "A. two"]) == ["B. one", "A. two"]
@@ -123,6 +139,8 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
     ("empty answer", {"problem": "q", "problem_type": "ocr", "solution": "<answer> </answer>"}, "solution", "empty answer"),
     ("options not texts", {"problem": "q", "options": [1, 2], "answer": "A"}, "options", "list of option texts"),
     ("videos wrong type", {"problem": "q", "problem_type": "ocr", "answer": "x", "videos": [3]}, "videos[0]", "file path"),
+    ("code tests not Python", {"problem": "q", "problem_type": "code", "answer": "assert f(1) =="}, "answer", "not valid Python (line 1"),
+    ("code tests without asserts", {"problem": "q", "problem_type": "code", "answer": "print(1)"}, "answer", "no top-level assert"),
     ("bad data_type", {"problem": "q", "problem_type": "ocr", "answer": "x", "path": "a", "data_type": "audio"}, "data_type", "'video' or 'image'"),
 ]
 

@@ -66,7 +66,8 @@ CASES: list[tuple[str, dict[str, Any], PT, Any]] = [
                           "solution": '<answer>{"time": [17.0, 18.5], "boxes": {"18": [440, 135, 493, 246]}}</answer>'},
      PT.SPATIAL_TEMPORAL_GROUNDING, {"time": [17.0, 18.5], "boxes": {"18": [440, 135, 493, 246]}}),
     ("tracking", {"problem_type": "tracking", "answer": {"boxes": {"0": [0, 0, 5, 5]}}}, PT.TRACKING, {"boxes": {"0": [0, 0, 5, 5]}}),
-    ("code tests as plain text", {"problem_type": "code", "solution": "<answer>import math\nassert f(1) == 2\nassert f(\n    2) == 3</answer>"},
+    ("code tests as plain text",
+     {"problem_type": "code", "solution": "<answer>import math\nassert f(1) == 2\nassert f(\n    2) == 3</answer>"},
      PT.CODE, {"language": "python", "tests": ["import math\nassert f(1) == 2", "import math\nassert f(\n    2) == 3"]}),
     ("code tests fenced", {"problem_type": "code", "answer": "```python\nassert f(0) == 1\n```"}, PT.CODE,
      {"language": "python", "tests": ["assert f(0) == 1"]}),
@@ -139,8 +140,10 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
     ("empty answer", {"problem": "q", "problem_type": "ocr", "solution": "<answer> </answer>"}, "solution", "empty answer"),
     ("options not texts", {"problem": "q", "options": [1, 2], "answer": "A"}, "options", "list of option texts"),
     ("videos wrong type", {"problem": "q", "problem_type": "ocr", "answer": "x", "videos": [3]}, "videos[0]", "file path"),
-    ("code tests not Python", {"problem": "q", "problem_type": "code", "answer": "assert f(1) =="}, "answer", "not valid Python (line 1"),
-    ("code tests without asserts", {"problem": "q", "problem_type": "code", "answer": "print(1)"}, "answer", "no top-level assert"),
+    ("code tests not Python", {"problem": "q", "problem_type": "code", "answer": "assert f(1) =="}, "answer",
+     "not valid Python (line 1"),
+    ("code tests without asserts", {"problem": "q", "problem_type": "code", "answer": "print(1)"}, "answer",
+     "no top-level assert"),
     ("bad data_type", {"problem": "q", "problem_type": "ocr", "answer": "x", "path": "a", "data_type": "audio"}, "data_type", "'video' or 'image'"),
 ]
 

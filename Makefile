@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # The torch/torchvision pair that lies on the project's machines (a CUDA build that runs on CPU).
 TORCH_PAIR := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup quickstart test bench clean
+.PHONY: setup quickstart test bench docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ test: setup
 
 bench: setup
 	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-only
+
+# docs/specs.md is generated from the specs (tests/test_docs_specs.py fails while it is stale).
+docs: setup
+	$(PY) -m evr1.docs_specs
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

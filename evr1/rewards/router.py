@@ -96,7 +96,7 @@ class RewardRouter:
     def _combine(self, name: str, inp: RewardInput, index: int, value: Any, extras: Sequence[Any]) -> RewardOutput:
         fmt = format_score(inp, self.spec)
         components: dict[str, float] = {}
-        if isinstance(value, RewardOutput):
+        if isinstance(value, RewardOutput) and value.applicable and not value.error:
             components = {k: float(v) for k, v in value.components.items()}
             fmt = components.get("format", fmt)
         value = _value(value)

@@ -85,8 +85,8 @@ def test_a_failing_extra_reward_fails_its_sample_by_name(plugins: list[str]) -> 
         raise RuntimeError("no luck")
 
     _register(plugins, "t20/broken", broken)
-    [out] = RewardRouter(RewardSpec(extra={"t20/broken": 1.0})).score([make("<answer>B</answer>", "B", "mcq", sample_id="s1",
-                                                                             options=OPTIONS)])  # fmt: skip
+    router = RewardRouter(RewardSpec(extra={"t20/broken": 1.0}))
+    [out] = router.score([make("<answer>B</answer>", "B", "mcq", sample_id="s1", options=OPTIONS)])
     assert out.score == 0.0 and out.error.startswith("reward 't20/broken' failed on sample s1: RuntimeError: no luck")
 
 

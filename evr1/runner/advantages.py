@@ -10,7 +10,8 @@ log-probs belong to another policy), so offline rows get no KL penalty and do no
 `kl/mean`.
 
 GDPO normalises each reward key on its own: by default `accuracy` and `format` weighted like the
-reward spec weights them in the score (format dropped with `format="none"`); `key_weights` of the
+reward spec weights them in the score (format dropped with `format="none"`), and each of the reward
+spec's `extra` rewards with its weight (0 in a row it does not apply to); `key_weights` of the
 algo spec override these or add further router components (a row without the key counts as 0).
 """
 
@@ -51,7 +52,7 @@ def gdpo_weights(spec: AlgoSpec, reward: RewardSpec) -> dict[str, float]:
     weights = {"accuracy": reward.accuracy_weight}
     if reward.format != "none" and reward.format_weight > 0:
         weights["format"] = reward.format_weight
-    return {**weights, **spec.key_weights}
+    return {**weights, **reward.extra, **spec.key_weights}
 
 
 def compute_advantages(

@@ -15,7 +15,7 @@ from evr1.algos.masked import masked_whiten
 from evr1.engines.vllm_adapter import gpu_requests
 from evr1.rewards.contract import RewardOutput
 from evr1.runner.actors import TrainItem
-from evr1.runner.advantages import compute_advantages
+from evr1.runner.advantages import compute_advantages, gdpo_weights
 from evr1.runner.train import reference_share, shard_groups
 from evr1.specs import AlgoSpec, ResourcesSpec, RewardSpec, RolloutSpec
 
@@ -130,6 +130,17 @@ def test_nothing_kept_gives_zero_advantages() -> None:
 def test_gdpo_needs_the_reward_spec() -> None:
     with pytest.raises(ValueError, match="reward=RewardSpec"):
         compute_advantages(AlgoSpec(advantage="gdpo"), [item(0), item(0)], [out(1.0), out(0.0)])
+
+
+def test_gdpo_normalises_each_extra_reward_as_its_own_key() -> None:
+    reward = RewardSpec(extra={"open_ended": 0.3}, format="none")
+    assert gdpo_weights(AlgoSpec(advantage="gdpo"), reward) == {"accuracy": 0.9, "open_ended": 0.3}
+    spec = AlgoSpec(advantage="gdpo", key_weights={"open_ended": 1.0})
+    assert gdpo_weights(spec, reward) == {"accuracy": 0.9, "open_ended": 1.0}  # key_weights win
+    # accuracy [1, 0] -> [+R, -R]; open_ended [0, 1] -> [-R, +R] weighted 0.3; sum [0.7R, -0.7R] whitened: [+R, -R]
+    advantages, _, _ = compute_advantages(AlgoSpec(advantage="gdpo"), [item(0), item(0)],
+                                          [out(1.0, open_ended=0.0), out(0.0, open_ended=1.0)], reward=reward)  # fmt: skip
+    assert row_values(advantages) == pytest.approx([R, -R], abs=1e-5)
 
 
 @pytest.mark.parametrize(

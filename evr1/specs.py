@@ -434,6 +434,8 @@ _GROUP_BASELINES = ("grpo", "rloo", "gdpo", "passk", "reinforce_pp_baseline")
 class AlgoSpec(Spec):
     """The RL algorithm: advantage estimator, policy loss and its clipping, aggregation, KL.
 
+    Built-in estimators (`evr1/algos/advantages.py`): grpo, rloo, reinforce_pp, reinforce_pp_baseline
+    (REINFORCE++ with a group-mean baseline, then whitened over the batch's tokens), remax, gdpo, passk.
     `clip_low`/`clip_high` bound the ratio the policy loss uses: the token ratio for `ppo_clip`
     ([1-clip_low, 1+clip_high]; asymmetric = DAPO clip-higher), the length-normalised sequence
     ratio for `gspo`/`gspo_token` (the paper's 3e-4/4e-4; wider ranges are warned about, not

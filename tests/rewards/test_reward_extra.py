@@ -115,6 +115,14 @@ def test_set_changes_one_route_and_keeps_the_others() -> None:
         build(cfg)
 
 
+def test_rewards_score_takes_one_route_and_one_extra_by_set() -> None:
+    from evr1.cli.rewards import build_spec
+
+    spec = build_spec(["routes.numerical=regression", "reward.extra.open_ended=0.25"], ["ocr=open_ended"])
+    assert spec.routes == {ProblemType.NUMERICAL: "regression", ProblemType.OCR: "open_ended"}
+    assert spec.extra == {"open_ended": 0.25}
+
+
 WRONG_FORM = [
     # a batch function returning one float for the batch
     (lambda inputs, spec: 1.0, "returned one float for a batch of 1 inputs"),

@@ -1,5 +1,5 @@
-"""The code harness checks compared values itself: an object that overrides `__eq__`, `__bool__`
-or `__lt__` (the always-equal reward hack) fails, while legitimate solutions keep passing."""
+"""The tests run in their own process and compare plain data only: an object of the answer's that overrides
+`__eq__`, `__bool__` or `__lt__` (the always-equal reward hack) fails, while legitimate solutions keep passing."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from evr1.rewards import code_reward
 from evr1.rewards.code_sandbox import run_python
 from evr1.specs import CodeSandboxSpec, RewardSpec
 
+SANDBOX = CodeSandboxSpec(timeout_s=5, memory_mb=256)
 TESTS = ["assert f(1) == 2", "assert 3 == f(2)"]
 ALWAYS_EQUAL = "def f(x):\n    class E:\n        __eq__ = lambda s, o: True\n    return E()"
 HACKS = [
@@ -30,7 +31,7 @@ HACKS = [
 
 @pytest.mark.parametrize(("code", "tests"), [h[1:] for h in HACKS], ids=[h[0] for h in HACKS])
 def test_overridden_comparisons_pass_nothing(code: str, tests: list[str]) -> None:
-    assert run_python(code, tests=tests, timeout_s=5, memory_mb=256).passed == 0
+    assert run_python(code, tests=tests, spec=SANDBOX).passed == 0
 
 
 GOOD = """import re
@@ -62,13 +63,13 @@ GOOD_TESTS = [  # (test, passes)
 
 
 def test_legitimate_solutions_keep_passing() -> None:
-    result = run_python(GOOD, tests=[t for t, _ in GOOD_TESTS], timeout_s=5, memory_mb=256)
+    result = run_python(GOOD, tests=[t for t, _ in GOOD_TESTS], spec=SANDBOX)
     assert (result.passed, result.total) == (12, 16)  # hand count of the True rows
 
 
 @pytest.mark.parametrize(("test", "passes"), GOOD_TESTS)
 def test_each_legitimate_test(test: str, passes: bool) -> None:
-    assert run_python(GOOD, tests=[test], timeout_s=5, memory_mb=256).passed == int(passes)
+    assert run_python(GOOD, tests=[test], spec=SANDBOX).passed == int(passes)
 
 
 def test_the_exploit_scores_zero_through_the_reward() -> None:

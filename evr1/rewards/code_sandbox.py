@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from evr1.errors import ConfigError
 from evr1.rewards.sandbox_codec import dumps, loads
 from evr1.rewards.sandbox_local import Bubblewrap, Deadline, Process, Unsandboxed, python_binary
-from evr1.rewards.sandbox_remote import RemoteSandbox, ReplaySession
+from evr1.rewards.sandbox_remote import RemoteSandbox, ReplaySession, SandboxUnavailable
 
 if TYPE_CHECKING:
     from evr1.specs import CodeSandboxSpec
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
 MESSAGE_CAP = 16 << 20  # a request of the tests' process
+__all__ = ["RunResult", "SandboxUnavailable", "bubblewrap_problem", "run_python", "sandbox_for"]
 
 
 def _source(name: str) -> str:

@@ -26,7 +26,7 @@ class _Service(BaseHTTPRequestHandler):
     fail_next = 0
     requests = 0
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         type(self).requests += 1
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.path != "/run_code":

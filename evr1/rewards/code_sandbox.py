@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -182,7 +183,8 @@ def _cases(backend: Any, code: str, cases: list[dict[str, Any]], spec: CodeSandb
 
 
 def _asserts(backend: Any, code: str, tests: list[str], spec: CodeSandboxSpec, deadline: Deadline) -> RunResult:
-    harness = Process([python_binary(), "-I", "-S", "-c", HARNESS], deadline)
+    folder = tempfile.mkdtemp(prefix="evr1-tests-")  # the tests' own working folder, removed with them
+    harness = Process([python_binary(), "-I", "-S", "-c", HARNESS], deadline, cwd=folder, folder=folder)
     session = backend.session(deadline)
     try:
         harness.send(dumps({"tests": tests, "limits": {"memory_mb": max(spec.memory_mb, 256), "cpu_s": spec.timeout_s}}))

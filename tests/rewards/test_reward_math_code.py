@@ -58,10 +58,10 @@ def test_code_table() -> None:
 
 
 def test_sandbox_is_offline_and_in_a_fresh_folder() -> None:
-    code = ("import os, socket\ncwd, seen = os.getcwd(), os.listdir()\ntry:\n"
+    code = ("import os, socket\ncwd, seen = os.getcwd(), os.listdir()\nwrote = open('x', 'w').write('1')\ntry:\n"
             "    socket.create_connection(('1.1.1.1', 53), timeout=1)\n    net = True\nexcept OSError:\n    net = False")
     result = run_python(code, tests=["assert cwd == '/sandbox' and seen == ['.evr1-output']", "assert not net",
-                                     "assert open('x', 'w').write('1') == 1"], spec=CodeSandboxSpec(timeout_s=5, memory_mb=256))  # fmt: skip
+                                     "assert wrote == 1"], spec=CodeSandboxSpec(timeout_s=5, memory_mb=256))  # fmt: skip
     assert (result.passed, result.total) == (3, 3)
 
 

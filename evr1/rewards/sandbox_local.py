@@ -98,14 +98,19 @@ class Process:
         finally:
             if info:
                 os.close(write_info)
+        deadline.register(self)  # before waiting for bwrap's set-up, which the deadline may have to cut short
         if info:
             with os.fdopen(read_info, "rb") as f:
                 text = f.read(4096)
             try:
-                self._pidfd = os.pidfd_open(int(json.loads(text)["child-pid"]))
+                pidfd = os.pidfd_open(int(json.loads(text)["child-pid"]))
             except (ValueError, KeyError, OSError):
-                pass  # bwrap failed before starting the sandbox: nothing but bwrap to kill
-        deadline.register(self)
+                return  # bwrap failed (or its sandbox already ended): nothing but bwrap to kill
+            with self._lock:
+                if self._dead:  # killed meanwhile, through bwrap (its --die-with-parent takes the sandbox along)
+                    os.close(pidfd)
+                else:
+                    self._pidfd = pidfd
 
     def send(self, line: bytes) -> bool:
         """Write a line; False when the process no longer reads."""

@@ -22,7 +22,6 @@ from evr1.rewards import code_reward
 from evr1.specs import CodeSandboxSpec, RewardSpec
 
 SPEC = RewardSpec(code=CodeSandboxSpec(timeout_s=3.0, memory_mb=256, processes=8, file_mb=4, output_mb=1, workers=3))
-FAST = RewardSpec(code=CodeSandboxSpec(timeout_s=1.5, memory_mb=256, processes=8, file_mb=4, output_mb=1, workers=3))
 HONEST = "def f(x):\n    return x + 1"
 F_ONLY = {"language": "python", "tests": ["assert f(1) == 2", "assert f(5) == 6"]}
 BLOCKED = pytest.approx(2 / 3)  # f passes both tests, the escape test fails
@@ -138,8 +137,10 @@ def _readable(path: Path) -> bool:
 
 
 def test_a_fork_bomb_is_contained() -> None:
-    attack = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
-    assert _batch(attack, None, FAST)[0] == 0.0
+    # forks until the process limit refuses, then holds its processes (sleeping, so that the honest answers of the
+    # batch get the CPU whatever the machine's load) until the sample's time is up
+    attack = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(60)"
+    assert _batch(attack, None)[0] == 0.0
 
 
 def test_memory_is_limited_across_forked_children() -> None:
@@ -224,7 +225,7 @@ def test_a_gigabyte_of_stdout_is_cut_off() -> None:
 
 
 def test_an_infinite_loop_times_out() -> None:
-    assert _batch("while True:\n    pass", None, FAST)[0] == 0.0
+    assert _batch("while True:\n    pass", None)[0] == 0.0
 
 
 FORGERIES = [

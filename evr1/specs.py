@@ -308,7 +308,7 @@ class CodeSandboxSpec(Spec):
     timeout_s: Annotated[float, Field(gt=0)] = 5.0  # wall time per sample; also the CPU time per process
     memory_mb: PositiveInt = 512  # per sandbox (a cgroup) where the machine allows, else per process
     processes: PositiveInt = 16  # per sandbox, its own 2-3 included
-    output_mb: PositiveInt = 1  # stdout of a program (a case), and each reply of the answer's process
+    output_mb: PositiveInt = 1  # the stdout of a program (one stdin/stdout case)
     file_mb: PositiveInt = 16  # all files the answer writes (its tmpfs), its stderr and prints included
     workers: PositiveInt = 2
 

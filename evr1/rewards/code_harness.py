@@ -11,7 +11,8 @@ items-as-a-list can be read: each such use is one request answered by the sandbo
 handle. Comparisons in the tests thus run here on plain data only: an object of the answer's that overrides
 `__eq__`, `__bool__` or `__lt__` (the always-equal hack) cannot be compared or asserted (a `Remote` refuses),
 and nothing the answer does (`sys._getframe`, patching, printing a forged result) can reach this process.
-An exception raised by the answer is re-raised here as the builtin exception of the same name (else
+Names of builtins stay the builtins (an answer's `abs = lambda v: 0` does not answer the tests'
+`abs(...)`). An exception raised by the answer is re-raised here as the builtin exception of the same name (else
 `AnswerError`), so tests may expect one. Arguments passed to the answer must be plain data or `Remote`s.
 """
 
@@ -132,7 +133,9 @@ def main():
         answer = CHANNEL.read()
         if "names" in answer:
             names = decode({"d": [[k, v] for k, v in answer["names"].items()]}, Remote)
-            passed = _passed(tests, {**{str(k): v for k, v in names.items()}, "__name__": "__main__"})
+            shadowing = set(dir(builtins))  # an answer's `abs = lambda v: 0` must not answer the tests' own `abs(...)`
+            bound = {str(k): v for k, v in names.items() if str(k) not in shadowing}
+            passed = _passed(tests, {**bound, "__name__": "__main__"})
     except BaseException:
         passed = 0
     CHANNEL.requests.write(dumps({"passed": passed, "total": len(tests)}))

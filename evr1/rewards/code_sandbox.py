@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
-MESSAGE_CAP = 16 << 20  # a request of the tests' process
+MESSAGE_CAP = 16 << 20  # one request of the tests, or one reply of the answer (a returned value)
 __all__ = ["RunResult", "SandboxUnavailable", "bubblewrap_problem", "run_python", "sandbox_for"]
 
 
@@ -59,7 +59,7 @@ class _Local:
         self.name, self.limits = backend.name, backend.limits
 
     def session(self, deadline: Deadline) -> _LocalSession:
-        return _LocalSession(self.backend.start(RUNNER, deadline), self.spec.output_mb << 20)
+        return _LocalSession(self.backend.start(RUNNER, deadline), MESSAGE_CAP)
 
     def program(self, job: bytes, deadline: Deadline) -> tuple[bytes, int | None, str | None]:
         process = self.backend.start(RUNNER, deadline)
@@ -90,14 +90,15 @@ class _LocalSession:
 class _Remote:
     def __init__(self, spec: CodeSandboxSpec) -> None:
         assert spec.url is not None
-        self.sandbox = RemoteSandbox(spec.url, spec.memory_mb, spec.retries, RUNNER, spec.output_mb << 20)
+        self.sandbox = RemoteSandbox(spec.url, spec.memory_mb, spec.retries, RUNNER)
+        self.cap = spec.output_mb << 20
         self.name, self.limits = self.sandbox.name, self.sandbox.limits
 
     def session(self, deadline: Deadline) -> ReplaySession:
-        return ReplaySession(self.sandbox, deadline)
+        return ReplaySession(self.sandbox, deadline, MESSAGE_CAP)
 
     def program(self, job: bytes, deadline: Deadline) -> tuple[bytes, int | None, str | None]:
-        return self.sandbox.run(job, deadline)
+        return self.sandbox.run(job, deadline, self.cap)
 
 
 OPTIONS = ("install bubblewrap (`make setup`, or `apt-get install bubblewrap`) where user namespaces are allowed;"

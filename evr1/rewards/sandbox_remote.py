@@ -33,24 +33,24 @@ class RemoteSandbox:
     name = "remote"
     limits = "the service's own (run_timeout and memory_limit_MB sent with each run)"
 
-    def __init__(self, url: str, memory_mb: int, retries: int, source: str, cap: int) -> None:
+    def __init__(self, url: str, memory_mb: int, retries: int, source: str) -> None:
         self.url = url.rstrip("/") + "/run_code"
-        self.memory_mb, self.retries, self.source, self.cap = memory_mb, retries, source, cap
+        self.memory_mb, self.retries, self.source = memory_mb, retries, source
 
-    def run(self, stdin: bytes, deadline: Deadline) -> tuple[bytes, int | None, str | None]:
-        """(stdout, return code, why it failed) of one run; raises SandboxUnavailable."""
+    def run(self, stdin: bytes, deadline: Deadline, cap: int) -> tuple[bytes, int | None, str | None]:
+        """(stdout, return code, why it failed) of one run, stdout up to `cap` bytes; raises SandboxUnavailable."""
         body = json.dumps({"code": self.source, "language": "python", "stdin": stdin.decode(),
                            "run_timeout": max(deadline.remaining(), 0.1), "memory_limit_MB": self.memory_mb}).encode()  # fmt: skip
         for attempt in range(self.retries + 1):
             if deadline.expired:
                 return b"", None, "timed out"
             try:
-                reply = self._post(body, deadline.remaining() + 5)
+                reply = self._post(body, deadline.remaining() + 5, cap)
                 if reply.get("status") in ("Success", "Failed"):
                     result = reply.get("run_result") or {}
                     stdout = str(result.get("stdout") or "").encode()
-                    if len(stdout) > self.cap:
-                        return b"", None, f"printed over {self.cap >> 20} MB"
+                    if len(stdout) > cap:
+                        return b"", None, f"printed over {cap >> 20} MB"
                     reason = None if result.get("status") == "Finished" else f"run {result.get('status')}"
                     code = result.get("return_code")
                     return stdout, code if isinstance(code, int) else None, reason
@@ -65,10 +65,10 @@ class RemoteSandbox:
                 time.sleep(min(0.5 * 2**attempt, max(deadline.remaining(), 0)))
         raise SandboxUnavailable(f"code sandbox {self.url} failed after {self.retries + 1} tries: {problem}")
 
-    def _post(self, body: bytes, timeout: float) -> dict:
+    def _post(self, body: bytes, timeout: float, cap: int) -> dict:
         request = urllib.request.Request(self.url, data=body, headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            data = response.read(self.cap * 2 + (1 << 20))
+            data = response.read(cap * 2 + (1 << 20))  # JSON escapes may double it
         reply = json.loads(data)
         if not isinstance(reply, dict):
             raise ValueError("the reply is not a JSON object")  # noqa: TRY004
@@ -78,8 +78,8 @@ class RemoteSandbox:
 class ReplaySession:
     """A stateful conversation with the answer on a stateless service: every request replays all before it."""
 
-    def __init__(self, sandbox: RemoteSandbox, deadline: Deadline) -> None:
-        self.sandbox, self.deadline = sandbox, deadline
+    def __init__(self, sandbox: RemoteSandbox, deadline: Deadline, cap: int) -> None:
+        self.sandbox, self.deadline, self.cap = sandbox, deadline, cap
         self.requests: list[bytes] = []
         self.replies: list[bytes] = []
         self.reason: str | None = None
@@ -88,7 +88,7 @@ class ReplaySession:
         if self.reason:
             return b""
         self.requests.append(line)
-        stdout, _, reason = self.sandbox.run(b"".join(self.requests), self.deadline)
+        stdout, _, reason = self.sandbox.run(b"".join(self.requests), self.deadline, self.cap * len(self.requests))
         replies = stdout.splitlines(keepends=True)
         if len(replies) < len(self.requests) or not all(r.endswith(b"\n") for r in replies[: len(self.requests)]):
             self.reason = reason or "the answer's process ended early"

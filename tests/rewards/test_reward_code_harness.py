@@ -25,6 +25,8 @@ HACKS = [
     ("always less", "def f(x):\n    class E:\n        __lt__ = lambda s, o: True\n    return E()", ["assert f(1) < 2"]),
     ("contains anything", "def f(x):\n    class E:\n        __eq__ = lambda s, o: True\n    return E()", ["assert f(1) in (2, 3)"]),
     ("in a generator", ALWAYS_EQUAL, ["assert all(f(x) == x + 1 for x in range(3))"]),
+    ("shadowing a builtin", "def f(x):\n    return 0\nabs = lambda v: 0\nsorted = lambda v: [1, 2]", ["assert abs(f(2) - 3) < 1e-9", "assert sorted(f(1)) == [1, 2]"]),
+    ("a generator", "def f(x):\n    return (i for i in [])", ["assert f(1) == 2"]),
     ("rebinding the check", "__evr1_checks__ = {'plain': lambda v: v, 'truth': lambda v: v}\n" + ALWAYS_EQUAL, TESTS),
 ]  # fmt: skip
 
@@ -41,6 +43,13 @@ def counts(s): return dict(Counter(s))
 def nested(): return {(1, 2): [1.5, {"a"}, None], "b": b"x"}
 def nothing(): return None
 def words(s): return re.fullmatch(r"[a-z]+", s)
+def gen(n): return (i for i in range(n))
+def boom(): raise ValueError("no")
+class Acc:
+    def __init__(self): self.total = 0
+    def add(self, x):
+        self.total += x
+        return self.total
 """
 GOOD_TESTS = [  # (test, passes)
     ("assert f(1) == 2", True),
@@ -55,6 +64,9 @@ GOOD_TESTS = [  # (test, passes)
     ("assert words('abc')", True),  # a re.Match: its truth is builtin
     ("assert not words('ABC')", True),
     ("x = f(3)\nassert x in (4, 5) and x < 10", True),
+    ("assert list(gen(3)) == [0, 1, 2]", True),  # a generator stays in the answer; its items come as a list
+    ("a = Acc()\nassert a.add(2) == 2 and a.add(3) == 5 and a.total == 5", True),  # an object's state lives there
+    ("try:\n    boom()\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError", True),  # its exceptions come back
     ("assert f(1) == 3", False),
     ("assert f(1) != 2", False),
     ("assert not f(-1) == 0", False),
@@ -64,7 +76,7 @@ GOOD_TESTS = [  # (test, passes)
 
 def test_legitimate_solutions_keep_passing() -> None:
     result = run_python(GOOD, tests=[t for t, _ in GOOD_TESTS], spec=SANDBOX)
-    assert (result.passed, result.total) == (12, 16)  # hand count of the True rows
+    assert (result.passed, result.total) == (15, 19)  # hand count of the True rows
 
 
 @pytest.mark.parametrize(("test", "passes"), GOOD_TESTS)

@@ -3,9 +3,9 @@
 `Process` is one started runner with capped line I/O and a `kill` after which nothing it started is left;
 `Deadline` kills every process registered with it when a sample's wall time is up. `Bubblewrap` builds the
 sandbox: new user, PID, network, IPC, UTS and mount namespaces (no further user namespaces inside, no
-capabilities, a new session), read-only binds of /usr (and the /bin, /lib, /lib64 links) and of the Python
-installation only, a fresh /proc of its PID namespace, a minimal /dev, a size-capped tmpfs as its only
-writable folder, a cleared environment, and `--die-with-parent`. A sandbox ends by SIGKILL to its PID 1
+capabilities, a new session), a read-only root holding read-only binds of /usr (and the /bin, /lib, /lib64
+links) and of the Python installation only, a fresh /proc of its PID namespace, a minimal read-only /dev,
+a size-capped tmpfs as its only writable folder, a cleared environment, and `--die-with-parent`. A sandbox ends by SIGKILL to its PID 1
 (through a pidfd taken from bwrap's `--info-fd`), which takes every process in it along before bwrap exits.
 Its limits are per sandbox through a cgroup where the machine allows creating one (`sandbox_cgroups`), plus
 the runner's rlimits (memory, CPU, file size and RLIMIT_NPROC, which counts processes per user namespace,
@@ -232,7 +232,7 @@ class Bubblewrap:
         return [self.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--disable-userns", *root, "--die-with-parent", "--new-session", "--clearenv",
                 *_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(self.file_mb << 20), "--tmpfs", WORKDIR,
-                "--chdir", WORKDIR, "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", WORKDIR,
+                "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", WORKDIR,
                 "--setenv", "TMPDIR", WORKDIR, "--setenv", "LANG", "C.UTF-8", "--", python_binary(), "-I", "-S", "-c"]  # fmt: skip
 
     def start(self, source: str, deadline: Deadline) -> Process:

@@ -2,7 +2,7 @@
 attack gets its safe outcome, the honest answers still score 1, and nothing the batch started is left running.
 
 Most attacks define a correct `f` plus a `probe()` that reports what the attack reached; the attack's reference
-asserts the escape (`probe() == <what an escape yields>`), so a blocked attack scores 2/3 and an escape 1.0.
+asserts the escape (`assert probe() > 0`: anything reached), so a blocked attack scores 2/3 and an escape 1.0.
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ def _descendants() -> list[int]:
     return found
 
 
-def _batch(attack: str, escape: str | None, spec: RewardSpec = SPEC, answer: dict | None = None) -> list:
-    """Scores of [attack, honest, honest]; the attack's reference adds `assert probe() == escape` when given."""
-    tests = F_ONLY["tests"] + ([f"assert probe() == {escape}"] if escape else [])
+def _batch(attack: str, escape: str | None, spec: RewardSpec = SPEC, answer: dict | None = None, keep: int = 0) -> list:
+    """Scores of [attack, honest, honest]; the attack's reference adds the test `escape` when given."""
+    tests = F_ONLY["tests"] + ([escape] if escape else [])
     ref = answer or {"language": "python", "tests": tests}
     inputs = [make(f"<answer>```python\n{attack}\n```</answer>", ref, "code", sample_id="attack")]
     inputs += [make(f"<answer>```python\n{HONEST}\n```</answer>", F_ONLY, "code", sample_id=f"honest{i}") for i in range(2)]
     scores = code_reward.score(inputs, spec)
     assert scores[1:] == [1.0, 1.0]
-    assert _descendants() == []
+    assert [pid for pid in _descendants() if pid != keep] == []  # `keep`: a process of the test's own
     return scores
 
 
@@ -68,8 +68,8 @@ def probe():
         except OSError:
             pass
     return found"""
-    assert _batch(attack, "['TOPSECRET', 'x', 'x']")[0] == BLOCKED
-    assert _batch(attack, "[]")[0] == 1.0  # the probe ran and read nothing
+    assert _batch(attack, "assert probe() != []")[0] == BLOCKED  # any file read would score 1
+    assert _batch(attack, "assert probe() == []")[0] == 1.0  # the probe ran and read nothing
 
 
 def test_writing_or_deleting_outside_fails(tmp_path: Path) -> None:
@@ -80,14 +80,15 @@ import os, shutil
 def probe():
     done = []
     for act in (lambda: os.remove({str(victim)!r}), lambda: open({str(planted)!r}, "w").write("x"),
-                lambda: open("/usr/evr1-planted", "w"), lambda: shutil.rmtree({str(tmp_path)!r})):
+                lambda: shutil.rmtree({str(tmp_path)!r}), lambda: open("/usr/evr1-planted", "w"),
+                lambda: open("/evr1-planted", "w"), lambda: open("/dev/shm/evr1-planted", "w")):  # unbounded tmpfs
         try:
             act()
             done.append(1)
         except OSError:
             pass
     return len(done)"""
-    assert _batch(attack, "4")[0] == BLOCKED
+    assert _batch(attack, "assert probe() > 0")[0] == BLOCKED  # any write would score 1
     assert victim.read_text() == "keep" and not planted.exists() and not Path("/usr/evr1-planted").exists()
 
 
@@ -106,7 +107,7 @@ def probe():
             pass
     return killed"""
         scores = code_reward.score([make(f"<answer>```python\n{attack}\n```</answer>",
-                                         {"language": "python", "tests": [*F_ONLY["tests"], "assert probe() == 3"]}, "code"),
+                                         {"language": "python", "tests": [*F_ONLY["tests"], "assert probe() > 0"]}, "code"),
                                     make(f"<answer>{HONEST}</answer>", F_ONLY, "code")], SPEC)  # fmt: skip
         assert scores == [2 / 3, 1.0]  # we are alive to check, and so is the sibling
         assert sibling.poll() is None
@@ -168,7 +169,7 @@ def probe():
     return sum(os.waitpid(pid, os.WNOHANG)[0] == 0 for pid in held) >= 6  # alive, holding 100 MB each"""
     # 600 MB never held at once: memory_mb per sandbox (a cgroup: the OOM killer takes earlier children), or
     # at most `processes` processes of memory_mb each (rlimits); the OOM killer may also take the answer itself
-    assert _batch(attack, "True")[0] in (0.0, BLOCKED)
+    assert _batch(attack, "assert probe()")[0] in (0.0, BLOCKED)
 
 
 def test_sockets_to_local_listeners_fail(tmp_path: Path) -> None:
@@ -193,7 +194,7 @@ def probe():
         except OSError:
             pass
     return len(reached)"""
-        assert _batch(attack, "3")[0] == BLOCKED
+        assert _batch(attack, "assert probe() > 0")[0] == BLOCKED  # any connection would score 1
         for listener in (tcp, unix, abstract):
             with pytest.raises(BlockingIOError):
                 listener.accept()
@@ -203,18 +204,23 @@ def probe():
 
 
 def test_the_environment_is_not_visible(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EVR1_TEST_SECRET", "TOPSECRET")
-    attack = f"""{HONEST}
+    monkeypatch.setenv("EVR1_TEST_SECRET", "TOPSECRET")  # what a child of this process inherits
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # holds it in its /proc environ
+    try:
+        attack = f"""{HONEST}
 import os
 def probe():
     seen = "TOPSECRET" in str(os.environ)
-    for pid in {{os.getppid(), 1, os.getpid()}}:
+    for pid in {{os.getppid(), 1, os.getpid(), {holder.pid}, {os.getpid()}}}:
         try:
             seen = seen or b"TOPSECRET" in open(f"/proc/{{pid}}/environ", "rb").read()
         except OSError:
             pass
     return seen"""
-    assert _batch(attack, "True")[0] == BLOCKED
+        assert _batch(attack, "assert probe()", keep=holder.pid)[0] == BLOCKED
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_a_gigabyte_of_stdout_is_cut_off() -> None:

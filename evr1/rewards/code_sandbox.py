@@ -186,8 +186,9 @@ def _cases(backend: Any, code: str, cases: list[dict[str, Any]], spec: CodeSandb
 def _asserts(backend: Any, code: str, tests: list[str], spec: CodeSandboxSpec, deadline: Deadline) -> RunResult:
     folder = tempfile.mkdtemp(prefix="evr1-tests-")  # the tests' own working folder, removed with them
     harness = Process([python_binary(), "-I", "-S", "-c", HARNESS], deadline, cwd=folder, folder=folder)
-    session = backend.session(deadline)
+    session = None
     try:
+        session = backend.session(deadline)
         harness.send(dumps({"tests": tests, "limits": {"memory_mb": max(spec.memory_mb, 256), "cpu_s": spec.timeout_s}}))
         reply = session.ask(_job("module", code, spec, backend))
         while True:
@@ -206,5 +207,6 @@ def _asserts(backend: Any, code: str, tests: list[str], spec: CodeSandboxSpec, d
                 return RunResult(passed, len(tests), session.reason)
             reply = session.ask(line) if reply else b""
     finally:
-        session.close()
+        if session is not None:
+            session.close()
         harness.close()

@@ -45,7 +45,7 @@ def decode(data, handle):
         raise ValueError(f"not an encoded value: {type(data).__name__}")
     tag = next(iter(data))
     body = data[tag]
-    if tag == "h" and type(body) is int and set(data) <= {"h", "truth"} and data.get("truth") in (True, False, None):
+    if tag == "h" and type(body) is int and set(data) <= {"h", "truth"} and type(data.get("truth")) in (bool, type(None)):
         return handle(body, data.get("truth"))
     if len(data) != 1:
         raise ValueError("an encoded value has one key")

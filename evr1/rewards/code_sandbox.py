@@ -81,7 +81,10 @@ class _LocalSession:
         return self.process.reason
 
     def ask(self, line: bytes) -> bytes:
-        return self.process.readline(self.cap) if self.process.send(line) else b""
+        reply = self.process.readline(self.cap) if self.process.send(line) else b""
+        if not reply and not self.process.reason:
+            self.process.reason = "the answer's process ended (it exited, crashed or was killed by a limit)"
+        return reply
 
     def close(self) -> None:
         self.process.close()

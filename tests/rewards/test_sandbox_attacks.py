@@ -8,7 +8,6 @@ asserts the escape (`assert probe() > 0`: anything reached), so a blocked attack
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 from reward_helpers import make
 
 from evr1.rewards import code_reward
+from evr1.rewards.code_sandbox import run_python
 from evr1.specs import CodeSandboxSpec, RewardSpec
 
 SPEC = RewardSpec(code=CodeSandboxSpec(timeout_s=3.0, memory_mb=256, processes=8, file_mb=4, output_mb=1, workers=3))
@@ -254,6 +254,9 @@ def test_forged_results_score_nothing(attack: str) -> None:
 
 
 def test_a_sandbox_that_dies_scores_only_its_sample() -> None:
-    attack = "import os, signal\nos.kill(-1, signal.SIGKILL)\n" + HONEST  # everything in its PID namespace
+    # SIGKILL to everything it may signal (nothing else lives in its PID namespace), then to itself
+    attack = ("import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n" + HONEST)
     assert _batch(attack, None)[0] == 0.0
-    assert os.getpid() and signal.SIGKILL  # still here
+    result = run_python(attack, tests=F_ONLY["tests"], spec=SPEC.code)
+    assert (result.passed, result.reason) == (0, "the answer's process ended (it exited, crashed or was killed by a limit)")

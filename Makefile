@@ -15,7 +15,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[dev,eval]" math-verify==0.9.0
 	touch $@
 
+# Code rewards run answers in bubblewrap: installed with apt-get where missing and we are root, else named.
 setup: $(VENV)/.installed
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; }; } >/dev/null 2>&1; } || true
+	@command -v bwrap >/dev/null || echo "missing: bubblewrap (bwrap), needed by code rewards:" \
+		"apt-get install bubblewrap, or set reward.code.sandbox='remote' (see docs/rewards.md)"
 
 quickstart: setup
 	$(VENV)/bin/evr1 run quickstart

@@ -4,7 +4,9 @@ Comparisons printed as ratios in the same run:
 - router (grouped, concurrent, isolated) vs calling each per-sample scorer in a plain loop;
 - math in persistent worker processes vs one fresh process per check (the obvious way to get a
   process-level timeout);
-- our linear answer-tag scan vs the naive `<answer>(.*?)</answer>` regex on hostile text.
+- our linear answer-tag scan vs the naive `<answer>(.*?)</answer>` regex on hostile text;
+- code answers in the bubblewrap sandbox (answer and tests in separate processes) vs one plain
+  `python -I -S` process per answer running it with its asserts (the old way), on 64 answers.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import pytest
 
 from evr1.problem_types import ProblemType
 from evr1.registry import REWARDS
-from evr1.rewards import RewardInput, RewardRouter
+from evr1.rewards import RewardInput, RewardRouter, code_reward
+from evr1.rewards.code_sandbox import sandbox_for
 from evr1.rewards.contract import sample_function
 from evr1.rewards.extract import extract_answer
-from evr1.specs import RewardSpec
+from evr1.rewards.sandbox_local import Deadline, python_binary
+from evr1.specs import CodeSandboxSpec, RewardSpec
 
 N = 10_000
 SVG = "<svg width='10'><rect x='1' y='2'/><circle r='3'/></svg>"
@@ -116,3 +120,46 @@ def test_tag_scan_vs_naive_regex(benchmark) -> None:
     benchmark.pedantic(lambda: extract_answer.__wrapped__(hostile), rounds=5, iterations=1)
     print(f"\nhostile tags: scan {benchmark.stats.stats.mean * 1000:.2f} ms vs naive regex {naive_s * 1000:.1f} ms "
           f"({naive_s / benchmark.stats.stats.mean:.0f}x)")  # fmt: skip
+
+
+CODE_TESTS = ["assert f(1) == 2", "assert f(10) == 11", "assert [f(i) for i in range(3)] == [1, 2, 3]"]
+
+
+def _code_batch(n: int = 64) -> list[RewardInput]:
+    answers = ["def f(x):\n    return x + 1", "def f(x):\n    return x * 2"]
+    return [RewardInput(response=f"<answer>```python\n{answers[i % 2]}\n```</answer>", problem_type="code",
+                        answer={"language": "python", "tests": CODE_TESTS}, sample_id=str(i)) for i in range(n)]  # fmt: skip
+
+
+def _plain(inputs: list[RewardInput]) -> None:
+    for inp in inputs:
+        code = inp.response.split("```python\n")[1].split("```")[0]
+        subprocess.run([python_binary(), "-I", "-S", "-c", code + "\n" + "\n".join(CODE_TESTS)],
+                       capture_output=True, timeout=30, check=False)  # fmt: skip
+
+
+def test_code_sandbox_vs_plain_process(benchmark) -> None:
+    spec = RewardSpec(code=CodeSandboxSpec(workers=2))
+    backend = sandbox_for(spec.code)
+    start_plain = time.perf_counter()
+    for _ in range(10):
+        subprocess.run([python_binary(), "-I", "-S", "-c", "pass"], check=True)
+    plain_start = (time.perf_counter() - start_plain) / 10
+    start_box = time.perf_counter()
+    for _ in range(10):
+        deadline = Deadline(30)
+        backend.program(b'{"mode": "program", "code": "pass", "stdin": "", "limits": {"memory_mb": 512, "cpu_s": 5, '
+                        b'"file_mb": 16, "processes": 16}}\n', deadline)  # fmt: skip
+        deadline.close()
+    box_start = (time.perf_counter() - start_box) / 10
+    inputs = _code_batch()
+    start = time.perf_counter()
+    _plain(inputs)
+    plain_s = time.perf_counter() - start
+    scores = benchmark.pedantic(code_reward.score, args=(inputs, spec), rounds=3, iterations=1, warmup_rounds=1)
+    assert scores == pytest.approx([1.0, 1 / 3] * 32)  # x * 2 passes f(1) == 2 only
+    ours = benchmark.stats.stats.mean
+    print(f"\ncode sandbox ({backend.limits}): start-up {box_start * 1000:.0f} ms vs plain python {plain_start * 1000:.0f} ms "
+          f"({box_start / plain_start:.1f}x); 64 answers x 3 tests: {ours * 1000 / 64:.0f} ms/answer with "
+          f"{spec.code.workers} workers vs {plain_s * 1000 / 64:.0f} ms/answer plain, one at a time "
+          f"(sandbox/plain = {ours / plain_s:.2f}x)")  # fmt: skip

@@ -298,12 +298,26 @@ class JudgeSpec(Spec):
 
 
 class CodeSandboxSpec(Spec):
-    """Running Python answers of `code` problems in a subprocess (temp dir, no network, limits)."""
+    """Running Python answers of `code` problems: in a bubblewrap sandbox, on a SandboxFusion-style service
+    (`sandbox="remote"` at `url`, like the judge), or as plain processes only when `sandbox="unsandboxed"`.
+    Limits hold per sample (`timeout_s`: wall time of all its tests) and per sandbox (the rest)."""
 
     execute: bool = True  # False: Python code problems are "not applicable" (score None)
-    timeout_s: Annotated[float, Field(gt=0)] = 5.0
-    memory_mb: PositiveInt = 512
+    sandbox: Literal["bubblewrap", "remote", "unsandboxed"] = "bubblewrap"
+    url: str | None = None  # remote: the service's root, e.g. "http://127.0.0.1:8080" (POST {url}/run_code)
+    retries: Annotated[int, Field(ge=0)] = 2  # remote: retries of a failed request, with back-off
+    timeout_s: Annotated[float, Field(gt=0)] = 5.0  # wall time per sample; also the CPU time per process
+    memory_mb: PositiveInt = 512  # per sandbox (a cgroup) where the machine allows, else per process
+    processes: PositiveInt = 16  # per sandbox, its own 2-3 included
+    output_mb: PositiveInt = 1  # the stdout of a program (one stdin/stdout case)
+    file_mb: PositiveInt = 16  # all files the answer writes (its tmpfs), its stderr and prints included
     workers: PositiveInt = 2
+
+    @model_validator(mode="after")
+    def _remote_needs_url(self) -> CodeSandboxSpec:
+        if self.sandbox == "remote" and not self.url:
+            raise ValueError("code.sandbox='remote' needs code.url, e.g. 'http://127.0.0.1:8080'")
+        return self
 
 
 class RewardSpec(Spec):

@@ -1,196 +1,145 @@
-"""Runs untrusted Python in a child process (`python -I -S code_harness.py`); stdlib only.
+"""The tests' process: runs the reference's asserts against an answer that lives in another process; stdlib only.
 
-Reads a JSON job from stdin: {"nonce", "code", "tests" (assert snippets) or "cases" (stdin/
-expected stdout pairs), "memory_mb", "cpu_s"}. It limits memory, CPU time, file size and open
-files, leaves the network (a new user + network namespace where the kernel allows it, and the
-`socket` module disabled in any case), runs the tests and prints `nonce + JSON result` last.
+Run as `python -I -S -c SOURCE` (SOURCE: `sandbox_codec.py` then this file) outside the sandbox; it never
+executes the answer's code. Its stdin carries the job {"tests": [...], "limits": {"memory_mb", "cpu_s"}}, then
+the answer's {"names": ...} (or {"error"}) from `sandbox_runner.py`, then one reply per request it writes on
+stdout; its last line is the verdict {"passed": n, "total": m}.
 
-Asserts are rewritten before they run: each operand of a value comparison (`==`, `!=`, `<`,
-`in`, ...) must be plain builtin data (exact `bool`, `int`, `float`, `complex`, `str`, `bytes`,
-`None`, and lists, tuples, sets, frozensets and dicts of them), so the comparison runs builtin
-code only; the tested values of `assert`, `not`, `and`/`or` and `x if c else y` must be plain
-too, or have builtin `__bool__`/`__len__` (a `re.Match`). An object that overrides `__eq__`,
-`__bool__`, `__lt__`, ... (the always-equal hack) thus fails the test; `is`/`is not` are left
-as they are. Compared results of other types (an `Enum`, a `Fraction`) fail even when equal.
-
-This is a guard against accidents and the usual reward hacks, not a security boundary against a
-determined attacker. Known limits: the solution runs in this process, so it can reach the
-harness through `sys.modules["__main__"]`, `sys._getframe` or `gc` (patch the checks, or read
-the nonce and print a forged result line before exiting), and stdin/stdout cases compare printed
-text only.
+The answer's top-level names are bound in the tests' namespace: plain data as itself, anything else (its
+functions, classes, instances) as a `Remote`, which can be called, and whose attributes, items, length and
+items-as-a-list can be read: each such use is one request answered by the sandbox with plain data or another
+handle. Comparisons in the tests thus run here on plain data only: an object of the answer's that overrides
+`__eq__`, `__bool__` or `__lt__` (the always-equal hack) cannot be compared or asserted (a `Remote` refuses),
+and nothing the answer does (`sys._getframe`, patching, printing a forged result) can reach this process.
+Names of builtins stay the builtins (an answer's `abs = lambda v: 0` does not answer the tests'
+`abs(...)`). An exception raised by the answer is re-raised here as the builtin exception of the same name (else
+`AnswerError`), so tests may expect one. Arguments passed to the answer must be plain data or `Remote`s.
 """
 
-import ast
-import contextlib
-import ctypes
-import io
-import json
+# ruff: noqa: F821, BLE001, S102, S110  (sandbox_codec's names are prepended; untrusted code may raise anything)
+
+import builtins
 import os
 import resource
-import sys
-
-CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 
 
-def _limit(memory_mb: int, cpu_s: float) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
-    cpu = int(cpu_s) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 20, 16 << 20))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+class AnswerError(Exception):
+    """The answer raised an exception that is not a builtin one, or its process is gone."""
 
 
-def _map_self(uid: int, gid: int) -> None:
-    """Keep our own uid/gid inside the new user namespace (so the temp dir stays writable)."""
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        try:
-            with open(f"/proc/self/{name}", "w") as f:
-                f.write(text)
-        except OSError:
-            pass
+class _Channel:
+    """Requests to the answer's process (on our stdout) and its replies (on our stdin)."""
+
+    def __init__(self):
+        self.replies = os.fdopen(os.dup(0), "rb")
+        self.requests = os.fdopen(os.dup(1), "wb", buffering=0)
+        self.gone = False
+
+    def read(self):
+        line = self.replies.readline()
+        if not line:
+            self.gone = True
+            raise AnswerError("the answer's process is gone")
+        return loads(line)
+
+    def ask(self, request):
+        if self.gone:
+            raise AnswerError("the answer's process is gone")
+        self.requests.write(dumps(request))
+        reply = self.read()
+        if "v" in reply:
+            return decode(reply["v"], Remote)
+        kind = getattr(builtins, str(reply.get("type")), None)
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            kind = AnswerError
+        raise kind(str(reply.get("e", "the answer failed")))
 
 
-def _leave_network() -> bool:
-    isolated = False
-    uid, gid = os.getuid(), os.getgid()
-    try:
-        isolated = ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0
-    except (OSError, AttributeError):
-        pass
-    if isolated:
-        _map_self(uid, gid)
-    import socket
-
-    def refuse(*args, **kwargs):
-        raise OSError("network access is disabled in the code sandbox")
-
-    for name in ("socket", "create_connection", "create_server", "socketpair", "fromfd", "getaddrinfo"):
-        setattr(socket, name, refuse)
-    return isolated
+CHANNEL = None
 
 
-PLAIN = frozenset({bool, int, float, complex, str, bytes, type(None), list, tuple, set, frozenset, dict})
-CHECK = "__evr1_checks__"
-BUILTIN_SLOTS = (type(int.__bool__), type(str.join))  # methods written in C
+def _handle_of(obj):
+    if type(obj) is Remote:
+        return {"h": obj._h}
+    raise TypeError(f"a test passed a {type(obj).__name__} to the answer: only plain data and the answer's objects")
 
 
-def plain(value: object) -> object:
-    """`value` itself when it is plain builtin data all the way down; else AssertionError."""
-    stack, seen = [value], set()
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind not in PLAIN:
-            raise AssertionError(f"a test compared a {kind.__name__}, not plain builtin data")
-        if kind in (list, tuple, set, frozenset, dict) and id(item) not in seen:
-            seen.add(id(item))
-            stack.extend(item.items() if kind is dict else item)
-    return value
+def _refuse(self, *args):
+    raise TypeError("a test compared or hashed an object of the answer's; only plain builtin data is compared")
 
 
-def truth(value: object) -> object:
-    """`plain(value)`, or a value whose truth is builtin (a `re.Match`); else AssertionError."""
-    kind = type(value)
-    if kind in PLAIN:
-        return plain(value)
-    for name in ("__bool__", "__len__"):
-        if type(getattr(kind, name, None)) not in (*BUILTIN_SLOTS, type(None)):
-            raise AssertionError(f"a test asserted a {kind.__name__} whose truth is not builtin")
-    return value
+class Remote:
+    """An object that stays in the answer's process (see the module docstring for what a test may do with it)."""
+
+    __slots__ = ("_h", "_truth")
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = __contains__ = _refuse
+
+    def __init__(self, h, truth):
+        self._h, self._truth = h, truth
+
+    def _ask(self, op, **fields):
+        return CHANNEL.ask({"op": op, "h": self._h, **fields})
+
+    def __call__(self, *args, **kwargs):
+        return self._ask("call", args=encode(list(args), _handle_of), kwargs=encode(kwargs, _handle_of))
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._ask("attr", name=name)
+
+    def __getitem__(self, key):
+        return self._ask("item", key=encode(key, _handle_of))
+
+    def __iter__(self):
+        return iter(self._ask("list"))
+
+    def __len__(self):
+        return self._ask("len")
+
+    def __bool__(self):
+        if self._truth is None:
+            raise TypeError("a test asserted an object of the answer's whose truth is not builtin")
+        return self._truth
+
+    def __repr__(self):
+        return f"<answer object {self._h}>"
 
 
-class _Guard(ast.NodeTransformer):
-    """Routes compared and asserted values through `plain`/`truth` (held in the test namespace)."""
-
-    def _wrap(self, node: ast.expr, name: str = "plain") -> ast.expr:
-        check = ast.Subscript(ast.Name(CHECK, ast.Load()), ast.Constant(name), ast.Load())
-        return ast.Call(check, [node], [])
-
-    def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        self.generic_visit(node)
-        if any(not isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
-            node.left, node.comparators = self._wrap(node.left), [self._wrap(c) for c in node.comparators]
-        return node
-
-    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
-        self.generic_visit(node)
-        if isinstance(node.op, ast.Not):
-            node.operand = self._wrap(node.operand, "truth")
-        return node
-
-    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
-        self.generic_visit(node)
-        node.values = [self._wrap(v, "truth") for v in node.values]
-        return node
-
-    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
-        self.generic_visit(node)
-        node.test = self._wrap(node.test, "truth")
-        return node
-
-    def visit_Assert(self, node: ast.Assert) -> ast.AST:
-        self.generic_visit(node)
-        node.test = self._wrap(node.test, "truth")
-        return node
-
-
-def guarded(test: str) -> object:
-    """The test compiled with its comparisons and asserts checked."""
-    tree = ast.fix_missing_locations(_Guard().visit(ast.parse(test, "<test>", "exec")))
-    return compile(tree, "<test>", "exec")
-
-
-def _run_asserts(code: str, tests: list) -> int:
-    namespace = {"__name__": "__main__"}
-    try:
-        exec(compile(code, "<solution>", "exec"), namespace)
-    except BaseException:
-        return 0
+def _passed(tests, namespace):
     passed = 0
     for test in tests:
         try:
-            compiled = guarded(test)
-            namespace[CHECK] = {"plain": plain, "truth": truth}  # restored: the solution may have bound the name
-            exec(compiled, namespace)
+            exec(compile(test, "<test>", "exec"), namespace)
             passed += 1
         except BaseException:
             pass
     return passed
 
 
-def _run_cases(code: str, cases: list) -> int:
+def main():
+    global CHANNEL
+    CHANNEL = _Channel()
+    job = CHANNEL.read()
+    limits = job["limits"]
+    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_mb"] << 20,) * 2)
+    resource.setrlimit(resource.RLIMIT_CPU, (int(limits["cpu_s"]) + 1,) * 2)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # a test's prints cannot reach the channel
+        os.dup2(null, fd)
+    tests = [str(t) for t in job["tests"]]
     passed = 0
-    for case in cases:
-        out = io.StringIO()
-        sys.stdin = io.StringIO(str(case.get("input", "")))
-        try:
-            with contextlib.redirect_stdout(out):
-                exec(compile(code, "<solution>", "exec"), {"__name__": "__main__"})
-        except BaseException:
-            continue
-        finally:
-            sys.stdin = sys.__stdin__
-        got = [line.rstrip() for line in out.getvalue().strip().splitlines()]
-        expected = [line.rstrip() for line in str(case.get("output", "")).strip().splitlines()]
-        passed += got == expected
-    return passed
-
-
-def main() -> None:
-    job = json.loads(sys.stdin.read())
-    report = os.fdopen(os.dup(1), "w")
-    _limit(int(job["memory_mb"]), float(job["cpu_s"]))
-    isolated = _leave_network()
-    if "cases" in job:
-        passed, total = _run_cases(job["code"], job["cases"]), len(job["cases"])
-    else:
-        passed, total = _run_asserts(job["code"], job["tests"]), len(job["tests"])
-    sys.stdout.flush()
-    report.write("\n" + job["nonce"] + json.dumps({"passed": passed, "total": total, "network_isolated": isolated}) + "\n")
-    report.flush()
+    try:
+        answer = CHANNEL.read()
+        if "names" in answer:
+            names = decode({"d": [[k, v] for k, v in answer["names"].items()]}, Remote)
+            shadowing = set(dir(builtins))  # an answer's `abs = lambda v: 0` must not answer the tests' own `abs(...)`
+            bound = {str(k): v for k, v in names.items() if str(k) not in shadowing}
+            passed = _passed(tests, {**bound, "__name__": "__main__"})
+    except BaseException:
+        passed = 0
+    CHANNEL.requests.write(dumps({"passed": passed, "total": len(tests)}))
     os._exit(0)
 
 
-if __name__ == "__main__":
-    main()
+main()

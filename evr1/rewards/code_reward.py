@@ -3,26 +3,31 @@
 The answer is `{"language": "python", "tests": ["assert f(1) == 2", ...]}` (or `"cases":
 [{"input": "1 2", "output": "3"}, ...]` for stdin/stdout programs), or `{"language": "svg" |
 "html", "reference": "<svg …>"}` (a bare markup string works too). The response's code is its
-last fenced code block, else the whole answer. Python scores the fraction of tests passed; a
-solution that runs out of time or memory passes nothing. With `RewardSpec.code.execute` off,
-Python problems are not applicable (None).
+last fenced code block, else the whole answer. Python scores the fraction of tests passed, run by
+`code_sandbox` (the answer in a sandbox, the tests in another process); a solution that runs out of
+time passes nothing, and one that hits a limit or dies keeps the tests it passed before. A sandbox
+that cannot start, or a remote one that fails, fails that sample alone (with its reason); a sandbox
+that is unavailable here refuses the batch with a ConfigError naming the options. With
+`RewardSpec.code.execute` off, Python problems are not applicable (None).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from evr1.rewards import markup_compare
-from evr1.rewards.code_sandbox import run_python
+from evr1.rewards.code_sandbox import run_python, sandbox_for
 from evr1.rewards.extract import answer_of
 
 if TYPE_CHECKING:
     from evr1.rewards.contract import RewardInput, ScorerValue
     from evr1.specs import RewardSpec
 
+logger = logging.getLogger(__name__)
 _FENCE = re.compile(r"```([^\n]*)\n(.*?)```", re.DOTALL)
 MAX_CODE_CHARS = 100_000
 
@@ -84,13 +89,24 @@ def _one(inp: RewardInput, spec: RewardSpec) -> ScorerValue:
     tests = [raw] if isinstance(raw, str) else [str(t) for t in raw] if raw else None
     cases = [c if isinstance(c, dict) else {} for c in ref["cases"]] if not tests else None
     try:
-        result = run_python(code, tests=tests, cases=cases, timeout_s=spec.code.timeout_s, memory_mb=spec.code.memory_mb)
-    except TimeoutError:
-        return 0.0  # the solution ran too long: a wrong answer, not a scorer failure
+        result = run_python(code, tests=tests, cases=cases, spec=spec.code)
+    except Exception as exc:  # noqa: BLE001  (the sandbox's failure, not the answer's: this sample alone fails)
+        return exc
+    if result.reason:
+        logger.debug("code sample %s: %d/%d tests passed (%s)", inp.sample_id, result.passed, result.total, result.reason)
     return result.passed / result.total if result.total else 0.0
+
+
+def _runs_python(inp: RewardInput) -> bool:
+    try:
+        return task(inp.answer)["language"] == "python"
+    except ValueError:
+        return False
 
 
 def score(inputs: Sequence[RewardInput], spec: RewardSpec) -> list[ScorerValue]:
     """Code: fraction of Python tests passed in a sandbox, or SVG/HTML structural similarity."""
+    if spec.code.execute and any(_runs_python(inp) for inp in inputs):
+        sandbox_for(spec.code)  # refuses the batch when answers cannot be isolated here
     with ThreadPoolExecutor(max_workers=max(1, min(spec.code.workers, len(inputs)))) as threads:
         return list(threads.map(lambda inp: _one(inp, spec), inputs))

@@ -1,5 +1,5 @@
-"""The code harness checks compared values itself: an object that overrides `__eq__`, `__bool__`
-or `__lt__` (the always-equal reward hack) fails, while legitimate solutions keep passing."""
+"""The tests run in their own process and compare plain data only: an object of the answer's that overrides
+`__eq__`, `__bool__` or `__lt__` (the always-equal reward hack) fails, while legitimate solutions keep passing."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from evr1.rewards import code_reward
 from evr1.rewards.code_sandbox import run_python
 from evr1.specs import CodeSandboxSpec, RewardSpec
 
+SANDBOX = CodeSandboxSpec(timeout_s=5, memory_mb=256)
 TESTS = ["assert f(1) == 2", "assert 3 == f(2)"]
 ALWAYS_EQUAL = "def f(x):\n    class E:\n        __eq__ = lambda s, o: True\n    return E()"
 HACKS = [
@@ -24,13 +25,15 @@ HACKS = [
     ("always less", "def f(x):\n    class E:\n        __lt__ = lambda s, o: True\n    return E()", ["assert f(1) < 2"]),
     ("contains anything", "def f(x):\n    class E:\n        __eq__ = lambda s, o: True\n    return E()", ["assert f(1) in (2, 3)"]),
     ("in a generator", ALWAYS_EQUAL, ["assert all(f(x) == x + 1 for x in range(3))"]),
+    ("shadowing a builtin", "def f(x):\n    return 0\nabs = lambda v: 0\nsorted = lambda v: [1, 2]", ["assert abs(f(2) - 3) < 1e-9", "assert sorted(f(1)) == [1, 2]"]),
+    ("a generator", "def f(x):\n    return (i for i in [])", ["assert f(1) == 2"]),
     ("rebinding the check", "__evr1_checks__ = {'plain': lambda v: v, 'truth': lambda v: v}\n" + ALWAYS_EQUAL, TESTS),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("code", "tests"), [h[1:] for h in HACKS], ids=[h[0] for h in HACKS])
 def test_overridden_comparisons_pass_nothing(code: str, tests: list[str]) -> None:
-    assert run_python(code, tests=tests, timeout_s=5, memory_mb=256).passed == 0
+    assert run_python(code, tests=tests, spec=SANDBOX).passed == 0
 
 
 GOOD = """import re
@@ -40,6 +43,13 @@ def counts(s): return dict(Counter(s))
 def nested(): return {(1, 2): [1.5, {"a"}, None], "b": b"x"}
 def nothing(): return None
 def words(s): return re.fullmatch(r"[a-z]+", s)
+def gen(n): return (i for i in range(n))
+def boom(): raise ValueError("no")
+class Acc:
+    def __init__(self): self.total = 0
+    def add(self, x):
+        self.total += x
+        return self.total
 """
 GOOD_TESTS = [  # (test, passes)
     ("assert f(1) == 2", True),
@@ -54,6 +64,9 @@ GOOD_TESTS = [  # (test, passes)
     ("assert words('abc')", True),  # a re.Match: its truth is builtin
     ("assert not words('ABC')", True),
     ("x = f(3)\nassert x in (4, 5) and x < 10", True),
+    ("assert list(gen(3)) == [0, 1, 2]", True),  # a generator stays in the answer; its items come as a list
+    ("a = Acc()\nassert a.add(2) == 2 and a.add(3) == 5 and a.total == 5", True),  # an object's state lives there
+    ("try:\n    boom()\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError", True),  # its exceptions come back
     ("assert f(1) == 3", False),
     ("assert f(1) != 2", False),
     ("assert not f(-1) == 0", False),
@@ -62,13 +75,13 @@ GOOD_TESTS = [  # (test, passes)
 
 
 def test_legitimate_solutions_keep_passing() -> None:
-    result = run_python(GOOD, tests=[t for t, _ in GOOD_TESTS], timeout_s=5, memory_mb=256)
-    assert (result.passed, result.total) == (12, 16)  # hand count of the True rows
+    result = run_python(GOOD, tests=[t for t, _ in GOOD_TESTS], spec=SANDBOX)
+    assert (result.passed, result.total) == (15, 19)  # hand count of the True rows
 
 
 @pytest.mark.parametrize(("test", "passes"), GOOD_TESTS)
 def test_each_legitimate_test(test: str, passes: bool) -> None:
-    assert run_python(GOOD, tests=[test], timeout_s=5, memory_mb=256).passed == int(passes)
+    assert run_python(GOOD, tests=[test], spec=SANDBOX).passed == int(passes)
 
 
 def test_the_exploit_scores_zero_through_the_reward() -> None:

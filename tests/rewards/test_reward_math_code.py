@@ -57,10 +57,11 @@ def test_code_table() -> None:
     assert code_reward.score(inputs, spec) == pytest.approx([e for _, _, e in CODE])
 
 
-def test_sandbox_is_offline_and_in_a_temp_dir() -> None:
-    code = "import os, socket\ncwd = os.getcwd()\ntry:\n    socket.socket()\n    net = True\nexcept OSError:\n    net = False"
-    result = run_python(code, tests=["assert 'evr1-code-' in cwd", "assert not net", "assert open('x', 'w').write('1') == 1"],
-                        timeout_s=5, memory_mb=256)  # fmt: skip
+def test_sandbox_is_offline_and_in_a_fresh_folder() -> None:
+    code = ("import os, socket\ncwd, seen = os.getcwd(), os.listdir()\nwrote = open('x', 'w').write('1')\ntry:\n"
+            "    socket.create_connection(('1.1.1.1', 53), timeout=1)\n    net = True\nexcept OSError:\n    net = False")
+    result = run_python(code, tests=["assert cwd == '/sandbox' and seen == ['.evr1-output']", "assert not net",
+                                     "assert wrote == 1"], spec=CodeSandboxSpec(timeout_s=5, memory_mb=256))  # fmt: skip
     assert (result.passed, result.total) == (3, 3)
 
 

@@ -139,3 +139,25 @@ def test_the_torch_resize_option_is_the_processors_own(real_media_root) -> None:
                return_tensors="pt")["pixel_values"]
     ours = Normaliser.of(proc).apply(prepare_image(real_media_root / "rgba.png", spec, Geometry.of(proc)).patches)
     assert torch.equal(ours, ref)
+
+
+def test_the_cache_key_holds_every_pixel_setting(real_media_root, monkeypatch) -> None:
+    """Entries made by an older pipeline (another `PIXELS_VERSION`) or other settings are misses; the
+    prompt's clock is no pixel setting."""
+    import evr1.data.loader as loader_module
+
+    procs = _processors("qwen3-vl")
+    video, image = MediaRef(kind="video", path="bt709.mp4"), MediaRef(kind="image", path="rgba.png")
+
+    def key(ref: MediaRef, **specs) -> bytes:
+        loader = MediaLoader(specs.get("video", VideoSpec()), specs.get("image", ImageSpec()), CacheSpec(), procs,
+                             real_media_root)
+        return loader.key(ref)
+
+    assert key(image, image=ImageSpec(resize="torch")) != key(image)
+    assert key(image, image=ImageSpec(max_pixels=16_384 * 32 * 32)) != key(image)  # the default, set: another key
+    assert key(video, video=VideoSpec(decoder="torchcodec")) != key(video)
+    assert key(video, video=VideoSpec(clock="clip")) == key(video)
+    before = key(video), key(image)
+    monkeypatch.setattr(loader_module, "PIXELS_VERSION", loader_module.PIXELS_VERSION - 1)
+    assert key(video) != before[0] and key(image) != before[1]

@@ -20,6 +20,7 @@ Reasons (stable codes, used in the cache build's failure report): `missing`, `em
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -92,7 +93,8 @@ def _upright(frame: np.ndarray, rotation: float, path: str | Path) -> np.ndarray
 
 
 def _to_rgb(frame, path: str | Path) -> np.ndarray:
-    """A decoded PyAV frame as uint8 RGB (H, W, 3), converted and turned as decord and torchcodec do.
+    """A decoded PyAV frame as uint8 RGB (H, W, 3), converted and turned as torchcodec does (and decord,
+    10-bit video aside): the frame's matrix and range, with FFmpeg's bicubic scaler flags.
 
     PyAV only applies a colour matrix and range when they differ from the destination's, so the
     destination is given the same matrix and the other range (a range that RGB output ignores)."""
@@ -124,9 +126,10 @@ def _torchcodec_decoder(path: str | Path):
     try:
         return VideoDecoder(str(path), num_ffmpeg_threads=0)
     except (RuntimeError, ValueError) as exc:
-        first = str(exc).splitlines()[0]
-        reason = "no_video_stream" if "stream" in first.lower() and "video" in first.lower() else "corrupt"
-        raise MediaError(str(path), reason, f"cannot open as a video: {first}") from None
+        message = re.sub(r"^\w+, \S+:\d+, ", "", str(exc).splitlines()[0]).strip()  # drop the C++ source location
+        if "best video stream is unknown" in message:
+            raise MediaError(str(path), "no_video_stream", "file holds no video stream torchcodec can decode") from None
+        raise MediaError(str(path), "corrupt", f"cannot open as a video: {message}") from None
 
 
 @contextmanager

@@ -128,9 +128,20 @@ class VideoSpec(Spec):
             raise ValueError("set exactly one of fps and nframes")
         if self.min_frames > self.max_frames:
             raise ValueError(f"min_frames ({self.min_frames}) > max_frames ({self.max_frames})")
-        if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
-            raise ValueError(f"min_pixels ({self.min_pixels}) > max_pixels ({self.max_pixels})")
+        _check_pixel_range(self.min_pixels, self.max_pixels, 128)
         return self
+
+
+def _check_pixel_range(min_pixels: int | None, max_pixels: int | None, default_min_tokens: int) -> None:
+    """min <= max, an unset min being its family default (`default_min_tokens` of 28 or 32 px squares)."""
+    if min_pixels is not None and max_pixels is not None and min_pixels > max_pixels:
+        raise ValueError(f"min_pixels ({min_pixels}) > max_pixels ({max_pixels})")
+    floor = default_min_tokens * 28 * 28
+    if min_pixels is None and max_pixels is not None and max_pixels < floor:
+        raise ValueError(
+            f"max_pixels ({max_pixels}) < the default min_pixels ({floor} for Qwen2/2.5-VL,"
+            f" {default_min_tokens * 32 * 32} for Qwen3-VL): set min_pixels too"
+        )
 
 
 class ImageSpec(Spec):
@@ -148,8 +159,7 @@ class ImageSpec(Spec):
 
     @model_validator(mode="after")
     def _consistent(self) -> ImageSpec:
-        if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
-            raise ValueError(f"min_pixels ({self.min_pixels}) > max_pixels ({self.max_pixels})")
+        _check_pixel_range(self.min_pixels, self.max_pixels, 4)
         return self
 
 

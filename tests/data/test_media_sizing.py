@@ -91,3 +91,16 @@ def test_total_pixels_is_never_exceeded() -> None:
     ok = plan_frames("v.mp4", spec.model_copy(update={"nframes": 2}), Geometry(), total_frames=30, video_fps=10.0,
                      height=56, width=56)
     assert ok.height * ok.width * 2 / 2 <= 28 * 28 * 8
+
+
+@pytest.mark.parametrize(("spec", "kwargs", "match"), [
+    (VideoSpec, {"max_pixels": 1000}, r"max_pixels \(1000\) < the default min_pixels \(100352 for Qwen2/2.5-VL, 131072"),
+    (VideoSpec, {"min_pixels": 2000, "max_pixels": 1000}, r"min_pixels \(2000\) > max_pixels \(1000\)"),
+    (ImageSpec, {"max_pixels": 3135}, r"max_pixels \(3135\) < the default min_pixels \(3136 for Qwen2/2.5-VL, 4096"),
+])
+def test_limits_that_cannot_hold_are_refused_when_the_spec_is_made(spec, kwargs, match) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=match):
+        spec(**kwargs)
+    assert spec(**{**kwargs, "min_pixels": 10}).min_pixels == 10

@@ -4,10 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # The torch/torchvision pair that lies on the project's machines (a CUDA build that runs on CPU).
 TORCH_PAIR := torch==2.14.1 torchvision==0.29.1
+# FFmpeg's shared libraries (Debian 12: FFmpeg 5.1), which torchcodec loads.
+FFMPEG_LIBS := libavcodec59 libavformat59 libavfilter8 libavdevice59 libswscale6 libavutil57
 
 .PHONY: setup quickstart test bench docs clean
 
 $(VENV)/.installed: pyproject.toml
+	# torchcodec (a decoder option, in the dev extra) loads the system's FFmpeg libraries.
+	ldconfig -p | grep -q libavfilter || { apt-get update -q && apt-get install -y -q --no-install-recommends $(FFMPEG_LIBS); }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PAIR)

@@ -35,7 +35,7 @@ def check(
     probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Open every media file (video header and first frame, images) to find unreadable ones.")] = True,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write every problem to this report (.json or .md).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
-    decoder: Annotated[str, typer.Option(help="Open videos with this decoder (pyav or decord): the experiment's video.decoder.")] = "pyav",
+    decoder: Annotated[str, typer.Option(help="Open videos with this decoder (pyav, decord or torchcodec): the experiment's video.decoder.")] = "pyav",
 ) -> None:
     """Validate records, their reference answers (as their rewards read them), curated answers and their
     media; print counts by problem type and modality. Exit 1 on any error or missing/unreadable media file."""

@@ -1,9 +1,10 @@
 """The live path: decode, sample, resize and lay out one video or image as uint8 patches.
 
 Videos are resized as qwen-vl-utils `fetch_video` resizes them (torchvision's tensor `resize`,
-float interpolation then clamp and round to uint8); images as the HF image processor resizes
-them (torchvision v2 `resize` on uint8). Both keep the processor's interpolation (bicubic, with
-antialiasing, for every Qwen-VL family).
+float interpolation then clamp and round to uint8, with the processor's interpolation: bicubic,
+antialiased, for every Qwen-VL family). Images are resized as `fetch_image` resizes them (Pillow's
+bicubic filter; the HF processor then finds them at its size and leaves them), or with
+`ImageSpec.resize="torch"` as the HF image processor alone would (torchvision v2 `resize` on uint8).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
 
 from evr1.data.decode import probe_video, read_frames, read_image
@@ -20,6 +22,10 @@ from evr1.data.patches import Patches, image_patches, video_patches
 from evr1.specs import ImageSpec, VideoSpec
 
 _RESIZE_BATCH = 8  # frames resized at once (bounds the float copy of full-size frames)
+# Part of every cache key: raised whenever the pixels made for the same settings change, so older
+# entries become misses. 2: the stream's colour matrix and range, display rotation, qwen-vl-utils
+# sizing and per-frame cap, `fetch_image` conversion and resize.
+PIXELS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -110,9 +116,20 @@ def prepare_video(
 
 def prepare_image(path: str | Path, spec: ImageSpec, geometry: Geometry) -> Prepared:
     """Read and resize an image into uint8 patches."""
-    pixels = torch.from_numpy(read_image(path)).permute(2, 0, 1)
-    height, width = image_size(str(path), spec, geometry, pixels.shape[1], pixels.shape[2])
-    patches = image_patches(resize_image(pixels, height, width, geometry), geometry)
+    image = read_image(path)
+    height, width = image_size(str(path), spec, geometry, image.height, image.width)
+    if spec.resize == "pil":
+        from PIL import Image
+
+        pixels = _chw(image.resize((width, height), Image.Resampling.BICUBIC))  # fetch_image's default filter
+    else:
+        pixels = resize_image(_chw(image), height, width, geometry)
+    patches = image_patches(pixels, geometry)
     return Prepared(patches, MediaInfo(
-        "image", patches.grid_thw, height, width, source_height=pixels.shape[1], source_width=pixels.shape[2],
+        "image", patches.grid_thw, height, width, source_height=image.height, source_width=image.width,
     ))
+
+
+def _chw(image) -> torch.Tensor:
+    """An RGB `PIL.Image` as a uint8 `(C, H, W)` tensor."""
+    return torch.from_numpy(np.array(image)).permute(2, 0, 1)

@@ -20,7 +20,7 @@ import torch
 
 from evr1.data.cache import SCHEMA_VERSION, CacheError, TensorCache, entry_key, processor_identity, source_identity
 from evr1.data.decode import check_decoder, check_file
-from evr1.data.live import MediaInfo, Prepared, prepare_image, prepare_video
+from evr1.data.live import PIXELS_VERSION, MediaInfo, Prepared, prepare_image, prepare_video
 from evr1.data.media import Geometry
 from evr1.data.patches import Normaliser, OutputPool, Patches, from_buffer
 from evr1.data.records import MediaRef, Record
@@ -44,11 +44,19 @@ class ProcessedMedia:
     grid_thw: torch.Tensor  # (1, 3) int64
     info: MediaInfo
     cache_hit: bool
+    clock: Literal["source", "clip"] = "clip"  # what the prompt's frame times count from (`VideoSpec.clock`)
 
     @property
     def timestamps(self) -> tuple[float, ...]:
         """Seconds since the clip's first frame (the clip clock) of every sampled frame."""
         return self.info.timestamps
+
+    @property
+    def clock_offset(self) -> float:
+        """Seconds the prompt's clock is ahead of the clip clock: the clip's start on the source clock, else 0."""
+        if self.kind != "video" or self.clock == "clip" or not self.info.video_fps:
+            return 0.0
+        return self.info.first_frame / self.info.video_fps
 
     @property
     def second_per_grid_t(self) -> float | None:
@@ -66,9 +74,11 @@ class ProcessedMedia:
         return {"pixel_values": self.pixel_values, "image_grid_thw": self.grid_thw}
 
     def video_metadata(self) -> dict[str, Any]:
-        """The `video_metadata` HF processors take (Qwen3-VL prompt timestamps come from it): frames
-        counted from the clip's first frame, so the prompt's times are on the clip clock, as `timestamps`."""
-        return {"fps": self.info.video_fps, "frames_indices": list(self.info.clip_indices), "total_num_frames": self.info.total_frames}
+        """The `video_metadata` HF processors take (Qwen3-VL prompt timestamps come from it): the source
+        video's frame indices on the source clock (as qwen-vl-utils passes them), counted from the clip's
+        first frame on the clip clock."""
+        indices = self.info.frame_indices if self.clock == "source" else self.info.clip_indices
+        return {"fps": self.info.video_fps, "frames_indices": list(indices), "total_num_frames": self.info.total_frames}
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,13 @@ class _Modality:
         return cls(spec, Geometry.of(processor), Normaliser.of(processor), processor_identity(processor))
 
 
+def _shows_times(video_processor: Any) -> bool:
+    """Whether prompts of this video processor's family carry frame timestamps (Qwen3-VL)."""
+    from transformers import Qwen3VLVideoProcessor
+
+    return isinstance(video_processor, Qwen3VLVideoProcessor)
+
+
 class MediaLoader:
     """Reads prepared media from the LMDB cache or prepares them live, per `CacheSpec.mode`."""
 
@@ -114,14 +131,17 @@ class MediaLoader:
     ) -> None:
         self.cache_spec = cache
         self.data_root = Path(data_root) if data_root is not None else Path.cwd()
+        video_processor = getattr(processor, "video_processor", None) or processor
         self.modalities = {
-            "video": _Modality.of(video, getattr(processor, "video_processor", None) or processor),
+            "video": _Modality.of(video, video_processor),
             "image": _Modality.of(image, getattr(processor, "image_processor", None) or processor),
         }
         try:
             check_decoder(video.decoder)
         except ValueError as exc:
             raise ConfigError(f"data.video.decoder: {exc}") from None
+        # only a Qwen3-VL prompt shows frame times; the others time a video from its clip's start
+        self.clock = video.clock if _shows_times(video_processor) else "clip"
         if cache.mode == "only" and cache.path is None:
             raise ConfigError("data.cache.mode is 'only' but data.cache.path is not set")
         use_cache = cache.mode != "bypass" and cache.path is not None
@@ -135,13 +155,12 @@ class MediaLoader:
         return self.data_root / ref.path
 
     def key(self, ref: MediaRef, stat: os.stat_result | None = None) -> bytes:
-        """The cache key of `ref` under this loader's settings (stats the file unless `stat` is given)."""
+        """The cache key of `ref` under this loader's settings (stats the file unless `stat` is given): every
+        setting the pixels depend on and the live path's `PIXELS_VERSION` (the prompt's `clock` is not one)."""
         mod = self.modalities[ref.kind]
         stat = stat if stat is not None else check_file(self.source(ref))
-        return entry_key(
-            ref.kind, source_identity(ref.path, stat), (ref.start, ref.end), mod.spec.model_dump(mode="json"),
-            mod.identity, self.cache_spec.storage,
-        )
+        spec = {**mod.spec.model_dump(mode="json", exclude={"clock"}), "pixels_version": PIXELS_VERSION}
+        return entry_key(ref.kind, source_identity(ref.path, stat), (ref.start, ref.end), spec, mod.identity, self.cache_spec.storage)
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -197,7 +216,6 @@ class MediaLoader:
             return None
         return self._result(ref, info, values, cache_hit=True)
 
-    @staticmethod
-    def _result(ref: MediaRef, info: MediaInfo, values: torch.Tensor, cache_hit: bool) -> ProcessedMedia:
+    def _result(self, ref: MediaRef, info: MediaInfo, values: torch.Tensor, cache_hit: bool) -> ProcessedMedia:
         grid = torch.tensor([info.grid_thw], dtype=torch.long)
-        return ProcessedMedia(ref.kind, ref.path, values, grid, info, cache_hit)
+        return ProcessedMedia(ref.kind, ref.path, values, grid, info, cache_hit, self.clock)

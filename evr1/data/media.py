@@ -9,12 +9,19 @@ cached sample is what the Qwen-VL recipes feed their models:
 - frames are taken at `linspace(first, last, n).round()` (float32, as torch computes it);
 - frame times are on the clip clock: seconds since the clip's first frame `first` (a whole video's
   clock is the file's);
-- every frame gets the same size: the HF `smart_resize` to a multiple of the family's alignment
-  (28 for Qwen2/2.5-VL, 32 for Qwen3-VL) within `[min_pixels, max_pixels]`, where an optional
-  `total_pixels` budget lowers `max_pixels` to `total_pixels / n * 2` (never below 1.05 x min).
+- every frame gets the same size: qwen-vl-utils' `smart_resize` to a multiple of the family's
+  factor `f` (28 px for Qwen2/2.5-VL, 32 px for Qwen3-VL) within `[min_pixels, max_pixels]`, where
+  a frame is capped at 768 tokens (`768 f^2` pixels) and the `total_pixels` budget lowers the cap to
+  `total_pixels / n * 2` (never below 1.05 x min), as qwen-vl-utils computes it;
+- unset pixel limits are the reference's defaults in the family's own factor: videos 128 to 768
+  tokens a frame and 115,200 tokens in all (qwen-vl-utils' `0.9 * MODEL_SEQ_LEN`), images 4 to
+  16,384 tokens.
 
-Documented difference from qwen-vl-utils: it also caps a frame at 768 tokens whatever
-`max_pixels` says; here `max_pixels` is taken as given.
+Sizing follows qwen-vl-utils rather than transformers' `smart_resize`: a side shorter than half a
+factor is clamped to one factor before the area is fitted (transformers rounds it to 0 and then
+scales the whole frame up, past `max_pixels`). What the reference refuses (an aspect ratio over
+200, a side that would round to 0) and what would exceed `max_pixels` or `total_pixels` is a
+`MediaError` (`bad_size`) saying why.
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ from evr1.errors import Evr1Error
 from evr1.specs import ImageSpec, VideoSpec
 
 FRAME_FACTOR = 2  # frames come in pairs: the temporal patch of every Qwen-VL family
+MAX_RATIO = 200  # the longest aspect ratio the reference accepts
+# qwen-vl-utils' defaults, in tokens (one token = one factor x factor square)
+VIDEO_MIN_TOKENS, VIDEO_MAX_TOKENS, VIDEO_TOTAL_TOKENS = 128, 768, 115_200
+IMAGE_MIN_TOKENS, IMAGE_MAX_TOKENS = 4, 16_384
 
 
 class MediaError(Evr1Error):
@@ -128,19 +139,48 @@ def sample_indices(first: int, last: int, n: int) -> tuple[int, ...]:
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:
-    """The HF Qwen-VL `smart_resize`: sides multiple of `factor`, area within the pixel range, aspect kept."""
-    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize as hf_smart_resize
+    """qwen-vl-utils' `smart_resize`: sides multiples of `factor` (each at least one factor before the area is
+    fitted), area within `[min_pixels, max_pixels]` when it can be, aspect kept; ValueError past `MAX_RATIO`."""
+    if min(height, width) <= 0:
+        raise ValueError(f"a side of {min(height, width)} px")
+    if max(height, width) / min(height, width) > MAX_RATIO:
+        raise ValueError(f"aspect ratio {max(height, width) / min(height, width):.1f} is over {MAX_RATIO}")
+    h_bar = max(factor, round(height / factor) * factor)
+    w_bar = max(factor, round(width / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h_bar, w_bar = (math.floor(side / beta / factor) * factor for side in (height, width))
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar, w_bar = (math.ceil(side * beta / factor) * factor for side in (height, width))
+    return h_bar, w_bar
 
-    return hf_smart_resize(height, width, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
+
+def video_pixel_limits(spec: VideoSpec, factor: int) -> tuple[int, int, int]:
+    """`(min_pixels, max_pixels, total_pixels)` of a frame, unset ones the reference's defaults for `factor`."""
+    tokens = factor * factor
+    return (
+        spec.min_pixels if spec.min_pixels is not None else VIDEO_MIN_TOKENS * tokens,
+        spec.max_pixels if spec.max_pixels is not None else VIDEO_MAX_TOKENS * tokens,
+        spec.total_pixels if spec.total_pixels is not None else VIDEO_TOTAL_TOKENS * tokens,
+    )
 
 
-def frame_pixel_limits(spec: VideoSpec, nframes: int) -> tuple[int, float]:
-    """Per-frame `(min_pixels, max_pixels)`, the total budget (if any) shared over the sampled frames."""
-    max_pixels: float = spec.max_pixels
-    if spec.total_pixels is not None:
-        share = max(spec.total_pixels / nframes * FRAME_FACTOR, int(spec.min_pixels * 1.05))
-        max_pixels = min(max_pixels, share)
-    return spec.min_pixels, max_pixels
+def image_pixel_limits(spec: ImageSpec, factor: int) -> tuple[int, int]:
+    """`(min_pixels, max_pixels)` of an image, unset ones the reference's defaults for `factor`."""
+    tokens = factor * factor
+    return (
+        spec.min_pixels if spec.min_pixels is not None else IMAGE_MIN_TOKENS * tokens,
+        spec.max_pixels if spec.max_pixels is not None else IMAGE_MAX_TOKENS * tokens,
+    )
+
+
+def frame_pixel_limits(spec: VideoSpec, nframes: int, factor: int) -> tuple[int, float]:
+    """Per-frame `(min_pixels, max_pixels)`: the 768-token cap and the total budget shared over the frames
+    (qwen-vl-utils' arithmetic), never above the spec's `max_pixels`."""
+    min_pixels, max_pixels, total_pixels = video_pixel_limits(spec, factor)
+    cap = min(VIDEO_MAX_TOKENS * factor * factor, total_pixels / nframes * FRAME_FACTOR)
+    return min_pixels, min(max_pixels, max(cap, int(min_pixels * 1.05)))
 
 
 def plan_frames(
@@ -155,18 +195,33 @@ def plan_frames(
     first, last = clip_range(path, total_frames, video_fps, start, end)
     span = last - first + 1
     n = count_frames(path, spec, span, video_fps)
-    min_pixels, max_pixels = frame_pixel_limits(spec, n)
+    min_pixels, max_pixels = frame_pixel_limits(spec, n, geometry.factor)
     h, w = _checked_resize(path, height, width, geometry.factor, min_pixels, max_pixels)
+    total_pixels = video_pixel_limits(spec, geometry.factor)[2]
+    if h * w * n / FRAME_FACTOR > total_pixels:
+        raise MediaError(
+            path, "bad_size", f"{n} frames of {w}x{h} exceed total_pixels={total_pixels} (min_pixels={min_pixels} a frame);"
+            " sample fewer frames or lower min_pixels"
+        )
     return FramePlan(sample_indices(first, last, n), h, w, video_fps, span, first, height, width)
 
 
 def image_size(path: str, spec: ImageSpec, geometry: Geometry, height: int, width: int) -> tuple[int, int]:
     """The size an image is resized to."""
-    return _checked_resize(path, height, width, geometry.factor, spec.min_pixels, spec.max_pixels)
+    return _checked_resize(path, height, width, geometry.factor, *image_pixel_limits(spec, geometry.factor))
 
 
 def _checked_resize(path: str, height: int, width: int, factor: int, min_pixels: float, max_pixels: float) -> tuple[int, int]:
+    if min_pixels > max_pixels:
+        raise MediaError(path, "bad_size", f"min_pixels={min_pixels} is over max_pixels={max_pixels:g}")
     try:
-        return smart_resize(height, width, factor, min_pixels, max_pixels)
-    except (ValueError, ZeroDivisionError) as exc:
+        h, w = smart_resize(height, width, factor, min_pixels, max_pixels)
+    except ValueError as exc:
         raise MediaError(path, "bad_size", f"cannot resize {width}x{height}: {exc}") from None
+    if h == 0 or w == 0:
+        raise MediaError(path, "bad_size", f"cannot resize {width}x{height}: a side rounds to 0 px within max_pixels={max_pixels:g}")
+    if h * w > max_pixels:
+        raise MediaError(
+            path, "bad_size", f"cannot resize {width}x{height}: the nearest size, {w}x{h}, exceeds max_pixels={max_pixels:g}"
+        )
+    return h, w

@@ -3,8 +3,8 @@
 `RecordPrompter` is what the rollout, the learner and the evaluation share, so a record always
 becomes the same tokens. Media come from a `MediaLoader` (the tensor cache or live decoding);
 each record's prompt is built once and reused by every pass that needs it, and what the model was
-shown of it (`shown_of`: frame times on the clip clock, fps, shown and original size) is kept for
-the rewards. A record whose media cannot be loaded raises `MediaLoadError`, naming the record and
+shown of it (`shown_of`: frame times on the clip clock and the prompt clock's offset from it, fps,
+shown and original size) is kept for the rewards. A record whose media cannot be loaded raises `MediaLoadError`, naming the record and
 the file; `attempt` returns that failure as a value (the training loop drops such records).
 """
 
@@ -75,7 +75,7 @@ def shown_of(media: Sequence[ProcessedMedia], box_units: BoxUnits | None = None)
     source = (info.source_width, info.source_height) if info.source_width and info.source_height else None
     if item.kind == "image":
         return Shown((info.width, info.height), source, box_units=box_units)
-    return Shown((info.width, info.height), source, info.timestamps, info.sample_fps, box_units)
+    return Shown((info.width, info.height), source, info.timestamps, info.sample_fps, box_units, item.clock_offset)
 
 
 def box_units_of(processor: Any) -> BoxUnits:

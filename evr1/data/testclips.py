@@ -36,8 +36,12 @@ def clip_frame(i: int, width: int, height: int, seed: int = 0) -> np.ndarray:
 
 def write_clip(
     path: str | Path, width: int, height: int, fps: float, frames: int, *, codec: str = "libx264", seed: int = 0,
+    pix_fmt: str = "yuv420p", colorspace: int | None = None, color_range: int | None = None,
 ) -> Path:
-    """Write a clip of `frames` frames at `fps` (H.264 by default; sides must be even for yuv420p)."""
+    """Write a clip of `frames` frames at `fps` (H.264 by default; sides must be even for yuv420p).
+
+    `colorspace` / `color_range` (FFmpeg's codes: 1 BT.709, 9 BT.2020; range 1 limited, 2 full) convert
+    the frames with that matrix and range and tag the stream with them (untagged when None)."""
     from fractions import Fraction
 
     import av
@@ -46,12 +50,39 @@ def write_clip(
     path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), "w") as out:
         stream = out.add_stream(codec, rate=Fraction(fps).limit_denominator(1001))
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
         if codec == "libx264":
             stream.options = {"preset": "ultrafast", "crf": "23"}
+        if colorspace is not None:
+            stream.codec_context.colorspace = stream.codec_context.color_primaries = colorspace
+        if color_range is not None:
+            stream.codec_context.color_range = color_range
         for i in range(frames):
-            for packet in stream.encode(av.VideoFrame.from_ndarray(clip_frame(i, width, height, seed), format="rgb24")):
+            frame = av.VideoFrame.from_ndarray(clip_frame(i, width, height, seed), format="rgb24")
+            if colorspace is not None or color_range is not None:
+                frame = frame.reformat(format=pix_fmt, dst_colorspace=colorspace, dst_color_range=color_range)
+                frame.colorspace, frame.color_range = colorspace or frame.colorspace, color_range or frame.color_range
+            for packet in stream.encode(frame):
                 out.mux(packet)
         for packet in stream.encode():
             out.mux(packet)
+    return path
+
+
+def set_rotation(path: str | Path, degrees: int) -> Path:
+    """Give an MP4's video track a display matrix that turns it `degrees` clockwise on display (as phones
+    write it), in place: the `tkhd` box's matrix is rewritten (PyAV writes no display matrix itself)."""
+    import struct
+
+    path = Path(path)
+    data = bytearray(path.read_bytes())
+    at = data.find(b"tkhd")
+    if at < 0 or data.find(b"tkhd", at + 4) >= 0:
+        raise ValueError(f"{path}: expected one track header (tkhd)")
+    version = data[at + 4]
+    matrix = at + 8 + (32 if version == 1 else 20) + 16  # after times, ids, duration, reserved, layer, volume
+    cos, sin = {0: (1, 0), 90: (0, 1), 180: (-1, 0), 270: (0, -1)}[degrees % 360]
+    one = 1 << 16
+    data[matrix : matrix + 36] = struct.pack(">9i", cos * one, sin * one, 0, -sin * one, cos * one, 0, 0, 0, 1 << 30)
+    path.write_bytes(bytes(data))
     return path

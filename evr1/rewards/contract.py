@@ -51,6 +51,7 @@ class Shown:
     frame_timestamps: tuple[float, ...] | None = None  # seconds since the clip's first frame; None for an image
     fps: float | None = None  # sampled frames per second
     box_units: BoxUnits | None = None  # the answering model's convention (`model_box_units`)
+    clock_offset: float = 0.0  # seconds the prompt's frame times are ahead of the clip clock (source clock: the clip's start)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class RewardInput:
     shown_size: tuple[int, int] | None = None  # (width, height) of the image / frames as the model saw them
     source_size: tuple[int, int] | None = None  # (width, height) of the original image / video frame
     box_units: BoxUnits | None = None  # what the model's box numbers count (None: unknown, guessed)
+    clock_offset: float = 0.0  # seconds the response's times are ahead of the clip clock (the prompt's clock)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "problem_type", ProblemType.parse(self.problem_type))
@@ -128,6 +130,7 @@ class RewardInput:
             shown_size=shown.size if shown is not None else None,
             source_size=shown.source_size if shown is not None else None,
             box_units=shown.box_units if shown is not None else None,
+            clock_offset=shown.clock_offset if shown is not None else 0.0,
         )
 
 

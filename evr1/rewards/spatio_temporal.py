@@ -12,7 +12,9 @@ reference timestamps, else 0.5 s; matching is one-to-one, nearest first.
   timestamps. Its time origin, window and clipping rules are temporal grounding's (`temporal_grounding.interval_score`).
 
 Times are on the clip clock (seconds since the first frame of the clip the model is shown); an
-answer by frame index is read against `RewardInput.frame_timestamps`, on that clock too. Boxes
+answer by frame index is read against `RewardInput.frame_timestamps`, on that clock too. A
+response is read on the clock its prompt showed, then moved to the clip clock (temporal
+grounding's `clock_offset` rule). Boxes
 are converted to the reference's frame as spatial grounding converts them
 (`spatial_grounding.in_reference_frame`).
 """
@@ -28,7 +30,7 @@ from evr1.rewards.extract import answer_of
 from evr1.rewards.geometry import Box, box_iou
 from evr1.rewards.grounding_parse import load_json, parse_interval, parse_track, prose_interval
 from evr1.rewards.spatial_grounding import in_reference_frame
-from evr1.rewards.temporal_grounding import interval_score, reference_interval
+from evr1.rewards.temporal_grounding import interval_score, on_clip_clock, reference_interval
 
 if TYPE_CHECKING:
     from evr1.rewards.contract import RewardInput
@@ -62,10 +64,19 @@ def _tracks(
     expected = parse_track(inp.answer, inp.frame_timestamps)
     if not expected:
         raise ValueError(f"{inp.problem_type.value} answer {inp.answer!r} holds no boxes by timestamp")
-    got = parse_track(text, inp.frame_timestamps) if text else {}
+    got = _response_track(text, inp) if text else {}
     got = dict(zip(got, in_reference_frame(list(got.values()), list(expected.values()), inp, spec)))
     ref_times = sorted(expected)
     return got, expected, match_times(sorted(got), ref_times, _tolerance(inp, ref_times))
+
+
+def _response_track(text: str, inp: RewardInput) -> dict[float, Box]:
+    """The response's boxes by time, read on the prompt's clock and moved to the clip clock."""
+    offset = inp.clock_offset
+    if not offset:
+        return parse_track(text, inp.frame_timestamps)
+    shown = tuple(t + offset for t in inp.frame_timestamps) if inp.frame_timestamps is not None else None
+    return {t - offset: box for t, box in parse_track(text, shown).items()}
 
 
 def suits(text: str, inp: RewardInput) -> bool:
@@ -78,15 +89,16 @@ def score_tracking(inp: RewardInput, spec: RewardSpec) -> float:
     return sum(box_iou(got[p], expected[r]) for p, r in pairs) / len(expected)
 
 
-def _span(text: str, track: Mapping[float, Box]) -> tuple[float, float] | None:
+def _span(text: str, track: Mapping[float, Box], inp: RewardInput) -> tuple[float, float] | None:
+    """The response's span on the clip clock (`track` is already on it)."""
     loaded = load_json(text)
     if isinstance(loaded, dict):
         pair = parse_interval({k: v for k, v in loaded.items() if k != "boxes"})
         if pair is not None:
-            return pair
+            return on_clip_clock(pair, inp)
     prose = prose_interval(text)
     if prose is not None:
-        return prose
+        return on_clip_clock(prose, inp)
     return (min(track), max(track)) if track else None
 
 
@@ -95,7 +107,7 @@ def score_spatial_temporal(inp: RewardInput, spec: RewardSpec) -> RewardOutput:
     text = answer_of(inp, spec)
     got, expected, pairs = _tracks(inp, text, spec)
     span = reference_interval(inp)
-    pair = _span(text, got) if text else None
+    pair = _span(text, got, inp) if text else None
     tiou = interval_score(pair, span, inp.duration, strict=spec.strictness == "strict")
     union = len(expected) + len(got) - len(pairs)
     viou = sum(box_iou(got[p], expected[r]) for p, r in pairs) / union

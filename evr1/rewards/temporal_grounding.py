@@ -4,7 +4,10 @@ Time origin: seconds from the start of the media the model is shown, i.e. from t
 when the record's video names one (`RewardInput.duration` = end - start), else from the start of
 the video. An importer that clips a video must write its reference times on that clock. The
 frames the model saw are timed on the same clock (`RewardInput.frame_timestamps`, and the
-timestamps of a Qwen3-VL prompt): 0 s is the clip's first frame, less than one frame after `start`.
+timestamps of a Qwen3-VL prompt on the clip clock): 0 s is the clip's first frame, less than one
+frame after `start`. A response is read on the clock its prompt showed: a Qwen3-VL prompt on the
+source clock (`VideoSpec.clock="source"`, the reference's) times frames from the source video's
+start, so `RewardInput.clock_offset` (the clip's first frame on that clock) is subtracted first.
 
 Deliberate cases: a reversed interval is swapped (lenient) or scores 0 (strict). Both intervals are
 clipped to the window [0, duration] ([0, ∞) when the duration is unknown), but clipping never turns
@@ -79,5 +82,12 @@ def score(inp: RewardInput, spec: RewardSpec) -> float:
     """Temporal grounding: 1-D IoU of the answer's start-end interval (seconds) with the reference."""
     expected = reference_interval(inp)
     text = answer_of(inp, spec)
-    pair = parse_interval(text) if text else None
+    pair = on_clip_clock(parse_interval(text) if text else None, inp)
     return interval_score(pair, expected, inp.duration, strict=spec.strictness == "strict")
+
+
+def on_clip_clock(pair: tuple[float, float] | None, inp: RewardInput) -> tuple[float, float] | None:
+    """A response's (start, end) moved from the prompt's clock to the clip clock."""
+    if pair is None or not inp.clock_offset:
+        return pair
+    return (pair[0] - inp.clock_offset, pair[1] - inp.clock_offset)

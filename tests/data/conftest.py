@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
-from media_cases import BAD, BAD_IMAGES, CLIPS, IMAGES
+from media_cases import BAD, BAD_IMAGES, CLIPS, IMAGES, REAL_CLIPS
 
-from evr1.data.testclips import clip_frame, write_clip
+from evr1.data.testclips import clip_frame, set_rotation, write_clip
 
 
 def _write_bad_files(root: Path) -> None:
@@ -48,6 +46,41 @@ def media_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
             image.putalpha(alpha)
         image.save(root / name)
     _write_bad_files(root)
+    return root
+
+
+def _write_real_images(root: Path) -> None:
+    from PIL import Image
+
+    rgb = Image.fromarray(clip_frame(5, 90, 60, 3))
+    ramp = Image.fromarray(np.linspace(0, 255, 90 * 60).reshape(60, 90).astype(np.uint8))
+    rgba = rgb.convert("RGBA")
+    rgba.putalpha(ramp)
+    rgba.save(root / "rgba.png")
+    la = rgb.convert("L").convert("LA")
+    la.putalpha(ramp)
+    la.save(root / "la.png")
+    palette = rgb.quantize(16)
+    palette.info["transparency"] = 3
+    palette.save(root / "palette.png", transparency=3)
+    rgb.convert("CMYK").save(root / "cmyk.jpg")
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation: turn 90 degrees clockwise to display
+    rgb.save(root / "exif_rotated.jpg", exif=exif)
+    Image.fromarray((np.asarray(ramp, np.uint16) * 257).astype(np.uint16)).save(root / "deep.png")  # 16-bit grey
+    Image.fromarray(clip_frame(1, 10, 600)).save(root / "thin.png")
+    Image.fromarray(clip_frame(2, 1200, 9)).save(root / "flat.png")
+
+
+@pytest.fixture(scope="session")
+def real_media_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with every clip of `REAL_CLIPS` and image of `REAL_IMAGES`."""
+    root = tmp_path_factory.mktemp("real_media")
+    for seed, (name, (w, h, options, rotation)) in enumerate(REAL_CLIPS.items()):
+        write_clip(root / name, w, h, 10, 8, seed=seed, **options)
+        if rotation:
+            set_rotation(root / name, rotation)
+    _write_real_images(root)
     return root
 
 
@@ -91,28 +124,9 @@ def write_jsonl():
 
 
 @pytest.fixture
-def decord_shim(monkeypatch: pytest.MonkeyPatch):
-    """qwen-vl-utils' decord reader over PyAV: torchvision 0.29 no longer decodes video and decord is
-    not installed, so only the decoding library is stood in; qwen-vl-utils' own sampling, clipping
-    and resizing code runs unchanged."""
+def reference_reader(monkeypatch: pytest.MonkeyPatch):
+    """qwen-vl-utils' `vision_process` with its torchcodec reader (the one it prefers when installed)."""
     from qwen_vl_utils import vision_process
 
-    from evr1.data.decode import probe_video, read_frames
-
-    class VideoReader:
-        def __init__(self, path: str) -> None:
-            self.path, self.info = path, probe_video(path)
-
-        def __len__(self) -> int:
-            return self.info.total_frames
-
-        def get_avg_fps(self) -> float:
-            return self.info.fps
-
-        def get_batch(self, indices):
-            frames = read_frames(self.path, list(indices))
-            return types.SimpleNamespace(asnumpy=lambda: frames)
-
-    monkeypatch.setitem(sys.modules, "decord", types.SimpleNamespace(VideoReader=VideoReader))
-    monkeypatch.setattr(vision_process, "get_video_reader_backend", lambda: "decord")
+    monkeypatch.setattr(vision_process, "get_video_reader_backend", lambda: "torchcodec")
     return vision_process

@@ -8,6 +8,22 @@ CLIPS = {
     "long.mp4": (320, 240, 25, 150, "libx264"),
 }
 IMAGES = {"photo.png": (300, 200, "RGB"), "alpha.png": (64, 90, "RGBA"), "photo.jpg": (250, 180, "RGB")}
+# Media as phones, HD cameras and image editors make them (tiny): name: (width, height, options of write_clip,
+# display rotation clockwise). 8 frames at 10 fps.
+REAL_CLIPS = {
+    "bt709.mp4": (96, 64, {"colorspace": 1, "color_range": 1}, 0),
+    "bt709_full.mp4": (96, 64, {"colorspace": 1, "color_range": 2}, 0),
+    "bt2020.mp4": (96, 64, {"colorspace": 9, "color_range": 1}, 0),
+    "bt2020_10bit.mp4": (96, 64, {"colorspace": 9, "color_range": 1, "pix_fmt": "yuv420p10le"}, 0),
+    "untagged.mp4": (96, 64, {}, 0),
+    "rot90.mp4": (96, 64, {"colorspace": 1, "color_range": 1}, 90),
+    "rot180.mp4": (96, 64, {}, 180),
+    "thin.mp4": (10, 600, {}, 0),
+    "flat.mp4": (1200, 9, {"pix_fmt": "yuv444p"}, 0),  # 9 rows: 4:2:0 needs even sides
+}
+DECORD_DIFFERS = {"bt2020_10bit.mp4"}  # decord's scaler filters 10-bit chroma otherwise (see the README)
+# name: what it is (made by conftest's `_write_real_images`)
+REAL_IMAGES = ["rgba.png", "la.png", "palette.png", "cmyk.jpg", "exif_rotated.jpg", "deep.png", "thin.png", "flat.png"]
 # bad file: the reason code it must be reported with
 BAD = {
     "missing.mp4": "missing",

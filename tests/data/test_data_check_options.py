@@ -60,12 +60,12 @@ def test_decoder_option_opens_videos_with_that_decoder(records: Path) -> None:
     (records.parent / "bad.mp4").write_bytes(b"\x00" * 300)
     _write(records, [{"id": "v", **OPEN, "media": [{"kind": "video", "path": "good.mp4"}]},
                      {"id": "b", **OPEN, "media": [{"kind": "video", "path": "bad.mp4"}]}])
-    for decoder in ("pyav", "decord"):
+    for decoder in ("pyav", "decord", "torchcodec"):
         result = check_data([records], decoder=decoder)
         assert [(m.record, m.reason) for m in result.media] == [("b", "corrupt")], decoder
-    done = evr1("data", "check", records, "--decoder", "torchcodec")
+    done = evr1("data", "check", records, "--decoder", "gstreamer")
     assert done.returncode == 2 and done.stderr.strip() == (
-        "error: --decoder: decoder 'torchcodec' is not available in this build; use one of pyav, decord")
+        "error: --decoder: decoder 'gstreamer' is not available in this build; use one of pyav, decord, torchcodec")
 
 
 def test_curated_answers_are_judged_only_where_the_reward_is_right_or_wrong(tmp_path: Path) -> None:

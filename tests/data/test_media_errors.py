@@ -51,10 +51,14 @@ def test_repeated_indices_are_served(media_root) -> None:
     assert frames.shape == (3, 120, 160, 3) and (frames[0] == frames[1]).all() and not (frames[0] == frames[2]).all()
 
 
-def test_unavailable_decoder_is_a_clear_error(media_root) -> None:
+def test_unknown_decoder_is_a_clear_error(media_root) -> None:
+    from evr1.data.decode import check_decoder, read_frames
+
     with pytest.raises(MediaError) as err:
-        prepare_video(media_root / "small.mp4", VideoSpec(decoder="torchcodec"), Geometry())
+        read_frames(media_root / "small.mp4", [0, 1], "gstreamer")
     assert err.value.reason == "unsupported_decoder" and "pyav" in str(err.value)
+    with pytest.raises(ValueError, match="use one of pyav, decord, torchcodec"):
+        check_decoder("gstreamer")
 
 
 def test_clip_outside_the_video(media_root) -> None:

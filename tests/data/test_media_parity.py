@@ -1,8 +1,9 @@
 """The live path gives exactly what qwen-vl-utils `fetch_video` + the official HF processor give.
 
-Reference: `fetch_video(ele)` (its decord reader over PyAV, see conftest) then the family's video
+Reference: `fetch_video(ele)` (its torchcodec reader, see conftest) then the family's video
 processor with `do_resize=False, do_sample_frames=False` (the qwen-vl-utils recipe: frames are
-already sampled and sized). Images: the HF image processor on the PIL image, with its own resize.
+already sampled and sized). Images: `fetch_image` then the HF image processor (which finds them at
+its size), or with `ImageSpec.resize="torch"` the HF image processor alone.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ def processors():
 
 
 def _reference(vision_process, path, spec: VideoSpec, start, end, processor):
-    ele = {"video": str(path), "min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels,
-           "total_pixels": spec.total_pixels if spec.total_pixels is not None else 10**12}
+    ele = {"video": str(path), "min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels}
+    if spec.total_pixels is not None:
+        ele["total_pixels"] = spec.total_pixels
     if spec.nframes is not None:
         ele["nframes"] = spec.nframes
     else:
@@ -58,10 +60,10 @@ def _fetch(vision_process, ele, patch_size):
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("clip", list(CLIPS))
 @pytest.mark.parametrize("case", range(len(SPECS)))
-def test_video_matches_fetch_video_and_hf_processor(decord_shim, processors, media_root, family, clip, case) -> None:
+def test_video_matches_fetch_video_and_hf_processor(reference_reader, processors, media_root, family, clip, case) -> None:
     spec, start, end = SPECS[case]
     proc = processors[family].video_processor
-    video, meta, sample_fps, ref = _reference(decord_shim, media_root / clip, spec, start, end, proc)
+    video, meta, sample_fps, ref = _reference(reference_reader, media_root / clip, spec, start, end, proc)
 
     ours = prepare_video(media_root / clip, spec, Geometry.of(proc), start, end)
     values = Normaliser.of(proc).apply(ours.patches)
@@ -75,11 +77,19 @@ def test_video_matches_fetch_video_and_hf_processor(decord_shim, processors, med
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("name", list(IMAGES))
-def test_image_matches_hf_image_processor(processors, media_root, family, name) -> None:
-    spec = ImageSpec(min_pixels=8 * 28 * 28, max_pixels=80 * 28 * 28)
+@pytest.mark.parametrize("resize", ["pil", "torch"])
+def test_image_matches_fetch_image_and_hf_image_processor(processors, media_root, family, name, resize) -> None:
+    from qwen_vl_utils import vision_process
+
+    spec = ImageSpec(min_pixels=8 * 28 * 28, max_pixels=80 * 28 * 28, resize=resize)
     proc = processors[family].image_processor
-    with Image.open(media_root / name) as img:
-        ref = proc(images=[img], size={"shortest_edge": spec.min_pixels, "longest_edge": spec.max_pixels}, return_tensors="pt")
+    size = {"shortest_edge": spec.min_pixels, "longest_edge": spec.max_pixels}
+    if resize == "pil":
+        ele = {"image": str(media_root / name), "min_pixels": spec.min_pixels, "max_pixels": spec.max_pixels}
+        image = vision_process.fetch_image(ele, image_patch_size=proc.patch_size)
+    else:
+        image = vision_process.to_rgb(Image.open(media_root / name))
+    ref = proc(images=[image], size=size, return_tensors="pt")
     ours = prepare_image(media_root / name, spec, Geometry.of(proc))
     assert list(ours.info.grid_thw) == ref["image_grid_thw"][0].tolist()
     assert torch.equal(Normaliser.of(proc).apply(ours.patches), ref["pixel_values"])

@@ -86,9 +86,9 @@ def test_smart_resize_table(h: int, w: int, factor: int, lo: int, hi: int, expec
 
 def test_total_pixel_budget_lowers_the_frame_limit() -> None:
     spec = VideoSpec(min_pixels=1000, max_pixels=100_000, total_pixels=400_000)
-    assert frame_pixel_limits(spec, 20) == (1000, 40_000.0)  # 400000 / 20 * 2
-    assert frame_pixel_limits(spec, 4) == (1000, 100_000)  # the per-frame maximum binds
-    assert frame_pixel_limits(VideoSpec(min_pixels=1000, max_pixels=100_000, total_pixels=2000), 40) == (1000, 1050)
+    assert frame_pixel_limits(spec, 20, 28) == (1000, 40_000.0)  # 400000 / 20 * 2
+    assert frame_pixel_limits(spec, 4, 28) == (1000, 100_000)  # the per-frame maximum binds
+    assert frame_pixel_limits(VideoSpec(min_pixels=1000, max_pixels=100_000, total_pixels=2000), 40, 28) == (1000, 1050)
 
 
 def test_plan_frames_combines_clip_count_and_size() -> None:
@@ -148,11 +148,15 @@ def test_clip_range_matches_qwen_vl_utils(total, video_fps, start, length) -> No
 
 
 @settings(max_examples=80, deadline=None)
-@given(h=st.integers(28, 2000), w=st.integers(28, 2000), factor=st.sampled_from([28, 32]),
+@given(h=st.integers(1, 2000), w=st.integers(1, 2000), factor=st.sampled_from([28, 32]),
        lo=st.integers(1, 300), hi=st.integers(300, 3000))
 def test_resize_matches_qwen_vl_utils(h, w, factor, lo, hi) -> None:
-    if max(h, w) / min(h, w) > 20:
-        return  # extreme shapes: the two smart_resize variants may differ by one factor (documented)
-    assert smart_resize(h, w, factor, lo * factor * factor, hi * factor * factor) == qvu.smart_resize(
-        h, w, factor, lo * factor * factor, hi * factor * factor
-    )
+    """Any shape, extreme ones included: the same size as qwen-vl-utils, or a ValueError where it raises."""
+    args = (h, w, factor, lo * factor * factor, hi * factor * factor)
+    try:
+        expected = qvu.smart_resize(*args)
+    except ValueError:
+        with pytest.raises(ValueError, match="aspect ratio"):
+            smart_resize(*args)
+        return
+    assert smart_resize(*args) == expected

@@ -1,11 +1,12 @@
 """The vLLM request of a prompt over a clipped video (loaded as training loads it) rebuilds the prompt
-exactly: the clip-clock timestamps of Qwen3-VL and the seconds per patch of Qwen2.5-VL survive."""
+exactly: the timestamps of Qwen3-VL (on either clock) and the seconds per patch of Qwen2.5-VL survive."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import pytest
 import torch
 from vllm_processing import processed_as_vllm_does
 
@@ -16,19 +17,22 @@ from evr1.engines.vllm_adapter import MediaTokens, PixelLayout, vllm_request
 from evr1.models import build_prompt
 from evr1.specs import CacheSpec, ImageSpec, VideoSpec
 
+# 6 s at 4 fps clipped to [2, 5] s: frames 8..20, six taken at linspace(8, 20, 6).round() = 8, 10, 13, 15, 18, 20,
+# i.e. 0, 0.5, 1.25, 1.75, 2.5, 3 s on the clip clock (2 s later on the source clock); Qwen3-VL stamps each
+# 2-frame patch with the mean: 0.25, 1.5, 2.75 (2.25, 3.5, 4.75), printed with one decimal (ties to even)
+STAMPS = {"clip": ["0.2", "1.5", "2.8"], "source": ["2.2", "3.5", "4.8"]}
 
-def test_a_clipped_video_request_rebuilds_our_prompt(processor, fam: str, tmp_path: Path) -> None:
-    # 6 s at 4 fps clipped to [2, 5] s: frames 8..20, six taken at linspace(8, 20, 6).round() = 8, 10, 13, 15, 18, 20,
-    # i.e. 0, 0.5, 1.25, 1.75, 2.5, 3 s on the clip clock; Qwen3-VL stamps each 2-frame patch with the mean:
-    # 0.25, 1.5, 2.75, printed with one decimal (ties to even): 0.2, 1.5, 2.8
+
+@pytest.mark.parametrize("clock", list(STAMPS))
+def test_a_clipped_video_request_rebuilds_our_prompt(processor, fam: str, tmp_path: Path, clock: str) -> None:
     write_clip(tmp_path / "v.mp4", 64, 48, 4, 24)
-    video = VideoSpec(fps=None, nframes=6, min_pixels=28 * 28, max_pixels=64 * 64)
+    video = VideoSpec(fps=None, nframes=6, min_pixels=28 * 28, max_pixels=64 * 64, clock=clock)
     loader = MediaLoader(video, ImageSpec(), CacheSpec(), processor, tmp_path)
     media = loader.load_media(MediaRef(kind="video", path="v.mp4", start=2.0, end=5.0))
     messages = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "When?"}]}]
     prompt = build_prompt(processor, messages, [media.processor_inputs()])
     if fam == "qwen3-vl":
-        assert re.findall(r"<([0-9.]+) seconds>", prompt.text) == ["0.2", "1.5", "2.8"]
+        assert re.findall(r"<([0-9.]+) seconds>", prompt.text) == STAMPS[clock]
 
     request = vllm_request(prompt, fam, MediaTokens.of(processor), PixelLayout.of(processor.image_processor),
                            PixelLayout.of(processor.video_processor))

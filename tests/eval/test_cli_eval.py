@@ -105,7 +105,8 @@ def test_responses_and_target_shape(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("option", "message"), [
     (("--limit", "0"), "eval.limit: Input should be greater than 0 (got 0)"),
-    (("--max-pixels", "1000"), "eval.video: min_pixels (100352) > max_pixels (1000)"),
+    (("--max-pixels", "1000"),
+     "eval.video: max_pixels (1000) < the default min_pixels (100352 for Qwen2/2.5-VL, 131072 for Qwen3-VL): set min_pixels too"),
     (("--prompt-mode", "think"), "eval.prompt_mode: Input should be 'direct' or 'reason' (got 'think')"),
 ])
 def test_bad_options_are_one_line_errors(tmp_path: Path, option: tuple[str, str], message: str) -> None:

@@ -37,7 +37,7 @@ def test_resume_under_other_settings_names_them(bench_root: Path, tmp_path: Path
     samples = (tmp_path / "minerva" / "samples.jsonl").read_bytes()
     with pytest.raises(Evr1Error, match=r"other settings \(max_response_tokens: 64 -> 128\)"):
         evaluate(EvalSpec(max_response_tokens=128), ScriptedResponder({}), tmp_path, benchmarks=["minerva"], data_root=bench_root)
-    with pytest.raises(Evr1Error, match=r"other settings \(video.fps: 2.0 -> 1.0; video.max_frames: 128 -> 16\)"):
+    with pytest.raises(Evr1Error, match=r"other settings \(video.fps: 2.0 -> 1.0; video.max_frames: 768 -> 16\)"):
         evaluate(EvalSpec(max_response_tokens=64, video=VideoSpec(fps=1.0, max_frames=16)), ScriptedResponder({}), tmp_path,
                  benchmarks=["minerva"], data_root=bench_root)
     assert (tmp_path / "minerva" / "samples.jsonl").read_bytes() == samples

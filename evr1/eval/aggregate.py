@@ -66,12 +66,12 @@ def _breakdowns(rows: Sequence[Row], keys: Sequence[str]) -> dict[str, dict[str,
     return {key: breakdown(rows, key) for key in keys if any(key in (r.get("meta") or {}) for r in rows)}
 
 
-def accuracy(*keys: str) -> Aggregator:
-    """Mean score over all items, with breakdowns by the given meta keys."""
+def accuracy(*keys: str, name: str = "accuracy") -> Aggregator:
+    """Mean score over all items (metric `name`), with breakdowns by the given meta keys."""
 
     def aggregate(rows: Sequence[Row]) -> Aggregate:
         overall = _pct(r["score"] for r in rows)
-        return Aggregate(overall, {"accuracy": overall}, _breakdowns(rows, keys))
+        return Aggregate(overall, {name: overall}, _breakdowns(rows, keys))
 
     return aggregate
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from evr1.eval import aggregate as agg
 from evr1.eval import official
+from evr1.eval import official_rules as rules
 from evr1.eval.benchmark import Benchmark, FieldError, RowContext, easyvideor1_record, renamed, with_meta
 from evr1.problem_types import ProblemType as PT
 from evr1.registry import BENCHMARKS
@@ -232,7 +233,8 @@ _ALL = [
               meta_fields=("group_id", "group_type"), meta_check=videomme_v2_check),
     Benchmark("mvbench", "MVBench", "mvbench", ("json",), "video", MC,
               "mean of the 20 per-task accuracies (every item counted)", agg.macro("task", name="task_mean"),
-              official.mvbench, lmms_task="mvbench", meta_fields=("task",), easyvideor1=mvbench_easyvideor1),
+              official.mvbench, lmms_task="mvbench", meta_fields=("task",), easyvideor1=mvbench_easyvideor1,
+              official=rules.MVBENCH),
     Benchmark("tempcompass", "TempCompass", "tempcompass", ("questions",), "videos",
               (PT.MULTIPLE_CHOICE, PT.BOOLEAN, PT.OPEN_ENDED),
               "accuracy over all items (captions judged correct or incorrect), by format and dimension",
@@ -254,10 +256,11 @@ _ALL = [
               agg.accuracy("category"), official.minerva, lmms_task="minerva"),
     Benchmark("vcrbench", "VCR-Bench", "vcrbench", ("vcrbench.json",), "videos", (PT.MULTIPLE_CHOICE, PT.OPEN_ENDED),
               "accuracy over all items (open-ended judged correct or incorrect), by question kind and dimension",
-              agg.accuracy("question_kind", "category"), official.vcrbench, routes=JUDGE, easyvideor1=vcrbench_easyvideor1),
+              agg.accuracy("question_kind", "category"), official.vcrbench, routes=JUDGE, easyvideor1=vcrbench_easyvideor1,
+              official=rules.VCRBENCH),
     Benchmark("videoreasonbench", "VideoReasonBench", "videoreasonbench", ("questions", "videoreasonbench.json"), "videos",
               (PT.OPEN_ENDED,), "accuracy (judged correct or incorrect), by skill", agg.accuracy("category", "level"),
-              official.videoreasonbench, routes=JUDGE),
+              official.videoreasonbench, routes=JUDGE, official=rules.VIDEOREASONBENCH),
     Benchmark("longvideo_reason", "LongVideo-Reason", "longvideo_reason", ("longvideo_reason.json",), "videos", MC,
               "accuracy, by category", agg.accuracy("category"), official.longvideo_reason),
     Benchmark("mmvu", "MMVU", "mmvu", ("validation.json",), "videos", (PT.MULTIPLE_CHOICE, PT.OPEN_ENDED),
@@ -266,7 +269,8 @@ _ALL = [
               easyvideor1=mmvu_easyvideor1),
     Benchmark("video_mmmu", "Video-MMMU", "video_mmmu", ("Perception.json", "Comprehension.json", "Adaptation.json"),
               "videos", (PT.MULTIPLE_CHOICE, PT.NUMERICAL), "accuracy over all items, per track",
-              agg.accuracy("track"), official.video_mmmu, lmms_task="video_mmmu", easyvideor1=video_mmmu_easyvideor1),
+              agg.accuracy("track"), official.video_mmmu, lmms_task="video_mmmu", easyvideor1=video_mmmu_easyvideor1,
+              official=rules.VIDEO_MMMU),
     Benchmark("videomathqa", "VideoMathQA", "videomathqa", ("mcq.json", "mbin.json", "videomathqa.jsonl"), "videos", MC,
               "MBin (a question counts only if all its binary pairs are right) and MCQ accuracy",
               agg.videomath("category", "duration"), official.videomathqa, lmms_task="videomathqa_mbin",
@@ -275,12 +279,12 @@ _ALL = [
               "mean of the per-task scores (MC accuracy; numeric by MRA; object_rel_direction: mean of its 3 levels)",
               agg.macro("task", name="task_mean", within="difficulty"),
               official.vsibench, lmms_task="vsibench", meta_fields=("task",), meta_check=vsibench_check,
-              easyvideor1=with_meta(vsibench_meta)),
+              easyvideor1=with_meta(vsibench_meta), official=rules.VSIBENCH),
     Benchmark("charades_sta", "Charades-STA", "charades_sta", ("charades_test.json",), "videos",
               (PT.TEMPORAL_GROUNDING,), "mIoU and R@IoU 0.3/0.5/0.7", agg.grounding(), official.charades_sta,
-              lmms_task="temporal_grounding_charades", easyvideor1=charades_easyvideor1),
+              lmms_task="temporal_grounding_charades", easyvideor1=charades_easyvideor1, official=rules.CHARADES),
     Benchmark("stvg", "STVG", "stvg", ("test.json",), "videos", (PT.SPATIAL_TEMPORAL_GROUNDING,),
-              "0.5 tIoU + 0.5 mean box IoU", agg.spatio_temporal("category"), official.stvg),
+              "0.5 tIoU + 0.5 mean box IoU", agg.spatio_temporal("category"), official.stvg, official=rules.STVG),
     Benchmark("ovobench", "OVO-Bench", "ovobench", ("ovo_bench_new.json",), "src_videos",
               (PT.MULTIPLE_CHOICE, PT.NUMERICAL, PT.BOOLEAN),
               "macro mean over tasks within backward/realtime/forward, then over the three",
@@ -291,7 +295,7 @@ _ALL = [
               easyvideor1=renamed(task="odv_task", subtask="odv_subtask")),
     Benchmark("livesports3k_qa", "LiveSports-3K QA", "livesports3k", ("qa.json",), "videos", MC,
               "accuracy, by question type", agg.accuracy("category"), official.livesports,
-              easyvideor1=livesports_easyvideor1),
+              easyvideor1=livesports_easyvideor1, official=rules.LIVESPORTS),
 ]
 
 for _bench in _ALL:

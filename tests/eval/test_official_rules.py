@@ -1,0 +1,233 @@
+"""The official protocol's departures from evr1's strict rules, benchmark by benchmark: tables of predictions with
+the numbers the official rules give, worked out by hand (and, for VSI-Bench, by running lmms-eval's own scorer)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evr1.eval import official_rules as rules
+from evr1.eval.protocols import block
+from evr1.registry import BENCHMARKS
+
+
+def row(answer: Any, response: str | None, score: float = 0.0, ptype: str = "multiple_choice", error: str | None = None,
+        **meta: Any) -> dict[str, Any]:
+    """A sample row as the runner writes it (`score`: evr1's strict item score)."""
+    return {"id": f"x/{len(meta)}", "benchmark": "x", "problem_type": ptype, "response": response, "answer": answer,
+            "score": score, "parsed": None if response in (None, "") else response, "error": error, "components": {},
+            "meta": meta}
+
+
+def both(name: str, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    bench = BENCHMARKS.get(name)
+    return block(bench, rows, "official"), block(bench, rows, "strict")
+
+
+# -- MVBench: the leaderboard's Avg is correct / total ------------------------------------------------------------
+
+
+def test_mvbench_avg_is_correct_over_total_with_unequal_task_sizes() -> None:
+    rows = [row("A", "A", 1, task="a"), row("A", "A", 1, task="a"), row("A", "B", 0, task="a"), row("B", "", 0, task="b")]
+    official, strict = both("mvbench", rows)
+    assert official["score"] == pytest.approx(50.0)  # 2 / 4
+    assert official["metrics"] == pytest.approx({"Avg": 50.0})
+    assert strict["score"] == pytest.approx((200 / 3 + 0) / 2)  # the task mean: 33.33
+    assert official["breakdowns"]["task"] == {"a": {"score": pytest.approx(200 / 3), "n": 3}, "b": {"score": 0.0, "n": 1}}
+    assert official["n"] == 4 and official["dropped"] == 0
+
+
+# -- VSI-Bench: MRA at np.linspace's thresholds, first-word MC, levels ---------------------------------------------
+
+
+@pytest.mark.parametrize(("response", "truth", "mra"), [
+    ("12", 10.0, 0.6),  # off by exactly 20%: 1 - 0.8 is 0.19999999999999996 in floats, so 6 of 10 thresholds
+    ("11", 10.0, 0.9),  # off by 10%: 1 - 0.9 (0.8999999999999999) is 0.10000000000000009: 9 of 10
+    ("10", 10.0, 1.0),
+    ("15", 10.0, 0.1),  # 50%: only t = 0.5
+    ("twenty-one chairs", 21.0, 1.0),  # number words
+    ("about 3, maybe 4", 3.0, 1.0),  # the first number
+    ("two rooms and 5 doors", 2.0, 1.0),  # a word before the digits wins
+    ("no idea", 3.0, 0.0), ("", 3.0, 0.0),
+    ("<think>maybe 9</think>4", 4.0, 1.0),  # the think part is not read
+])
+def test_vsibench_mra_of_the_first_number(response: str, truth: float, mra: float) -> None:
+    assert rules.vsibench_item(row(truth, response, ptype="regression")) == pytest.approx(mra)
+
+
+@pytest.mark.parametrize(("response", "right"), [
+    ("A", 1.0), ("a.", 1.0), ("A. the chair", 1.0),
+    ("A or B", 1.0),  # the first word decides: a hedge that starts with the right letter scores
+    ("The answer is A", 0.0), ("(A)", 0.0), ("B. left", 0.0), ("", 0.0), (None, 0.0),
+])
+def test_vsibench_multiple_choice_reads_the_first_word(response: str | None, right: float) -> None:
+    assert rules.vsibench_item(row("A", response)) == right
+
+
+def _vsi_table() -> list[dict[str, Any]]:
+    direction = [("A", "easy"), ("A", "easy"), ("B", "easy"), ("A", "medium"), ("C", "hard")]  # gt A each time
+    return [
+        row(10.0, "12", 0.7, "regression", task="object_counting"),
+        row(10.0, "10", 1.0, "regression", task="object_counting"),
+        *(row("A", r, float(r == "A"), task="object_rel_direction", difficulty=d) for r, d in direction),
+        row("A", "The answer is A", 1.0, task="route_planning"),
+    ]
+
+
+def test_vsibench_overall_and_by_task_table_by_hand() -> None:
+    official, strict = both("vsibench", _vsi_table())
+    counting, direction = (0.6 + 1.0) / 2, (2 / 3 + 1 + 0) / 3  # direction: the mean of its levels, not 3/5
+    assert official["score"] == pytest.approx(100 * (counting + direction + 0) / 3)
+    tasks = official["breakdowns"]["task"]
+    assert tasks["object_rel_direction"] == {"score": pytest.approx(100 * direction), "n": 5}
+    assert tasks["object_counting"]["score"] == pytest.approx(80.0) and tasks["route_planning"]["score"] == 0.0
+    assert official["metrics"]["object_rel_direction"] == pytest.approx(100 * direction)
+    # strict: evr1's MRA (0.7 at 20%), evr1's reader ("The answer is A" is A)
+    assert strict["score"] == pytest.approx(100 * ((0.7 + 1) / 2 + direction + 1) / 3)
+
+
+def test_vsibench_official_equals_lmms_evals_own_scorer() -> None:
+    """lmms-eval 0.7.3's vsibench process_results and sub-score computation, run on the same predictions."""
+    from lmms_eval.tasks.vsibench import utils as reference
+
+    table = _vsi_table()
+    docs = []
+    for r in table:
+        meta = r["meta"]
+        qtype = f"{meta['task']}_{meta['difficulty']}" if "difficulty" in meta else meta["task"]
+        doc = {"question_type": qtype, "ground_truth": str(r["answer"]) if qtype != "object_counting" else "10"}
+        docs.append(reference.vsibench_process_results(doc, [r["response"]])["vsibench_overall"])
+    expected = reference._compute_all_subscores(docs)
+    official = block(BENCHMARKS.get("vsibench"), table, "official")
+    assert official["score"] == pytest.approx(100 * expected["overall"], abs=1e-9)
+    assert official["metrics"]["object_counting"] == pytest.approx(100 * expected["object_counting_MRA:.5:.95:.05"])
+    assert official["metrics"]["object_rel_direction"] == pytest.approx(100 * expected["object_rel_direction_accuracy"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(pred=st.floats(0, 1e4, allow_nan=False), truth=st.floats(0.01, 1e4))
+def test_vsi_mra_is_a_tenth_count_and_never_beats_exactness(pred: float, truth: float) -> None:
+    mra = rules.vsi_mra(pred, truth)
+    assert 0.0 <= mra <= 1.0 and round(mra * 10, 9) == round(mra * 10)
+    assert rules.vsi_mra(truth, truth) == 1.0
+
+
+# -- Video-MMMU: Overall is the mean of the three tracks ----------------------------------------------------------
+
+
+def test_video_mmmu_overall_is_the_mean_of_the_tracks() -> None:
+    scores = {"Perception": [1, 1], "Comprehension": [0], "Adaptation": [1, 0, 0]}
+    rows = [row("A", "A" if s else "B", s, track=t) for t, ss in scores.items() for s in ss]
+    official, strict = both("video_mmmu", rows)
+    assert official["score"] == pytest.approx((100 + 0 + 100 / 3) / 3)  # 44.44
+    assert strict["score"] == pytest.approx(50.0)  # 3 / 6
+    assert official["breakdowns"]["track"]["Adaptation"] == {"score": pytest.approx(100 / 3), "n": 3}
+
+
+# -- Charades-STA: the predicted span as given ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("response", "iou"), [
+    ("[4, 10]", 0.25),  # past the clip's end: not trimmed (2 / 8)
+    ("[-2, 4]", 0.25),  # before 0: not trimmed (2 / 8)
+    ("[6, 4]", 0.0),  # reversed: no span
+    ("From 2 to 6 seconds.", 1.0), ("", 0.0), (None, 0.0), ("somewhere", 0.0),
+    ("[2, 2]", 0.0),  # a point
+])
+def test_charades_iou_of_the_span_as_given(response: str | None, iou: float) -> None:
+    assert rules.charades_item(row({"time": [2.0, 6.0]}, response, ptype="temporal_grounding")) == pytest.approx(iou)
+
+
+def test_charades_official_table() -> None:
+    rows = [row({"time": [2.0, 6.0]}, r, ptype="temporal_grounding") for r in ("[2, 6]", "[4, 10]", "[3, 6]", "")]
+    official = block(BENCHMARKS.get("charades_sta"), rows, "official")
+    # IoUs 1, 0.25, 0.75, 0
+    assert official["metrics"] == pytest.approx({"mIoU": 50.0, "R@0.3": 50.0, "R@0.5": 50.0, "R@0.7": 50.0})
+
+
+# -- HC-STVG: m_vIoU, vIoU@0.3/0.5, m_tIoU ---------------------------------------------------------------------------
+
+BOX = [0, 0, 10, 10]
+TUBE = {"time": [0.0, 3.0], "boxes": {str(s): BOX for s in range(4)}}
+
+
+def test_stvg_viou_by_hand() -> None:
+    partial = json.dumps({"time": [1, 4], "boxes": {"1": BOX, "2": [0, 0, 10, 6], "4": BOX}})
+    exact = json.dumps(TUBE)
+    got = rules.stvg_item(row(TUBE, partial, ptype="spatial_temporal_grounding"))
+    # frames 1-4 vs 0-3: union 5, shared {1, 2, 3}; IoU 1 + 0.6 + 0 (no box at 3) -> vIoU 1.6 / 5, tIoU 3 / 5
+    assert got["score"] == pytest.approx(0.32) and got["components"]["tiou"] == pytest.approx(0.6)
+    rows = [row(TUBE, r, ptype="spatial_temporal_grounding") for r in (partial, exact, "")]
+    official = block(BENCHMARKS.get("stvg"), rows, "official")
+    assert official["metrics"] == pytest.approx({"m_vIoU": 100 * 1.32 / 3, "vIoU@0.3": 200 / 3, "vIoU@0.5": 100 / 3,
+                                                 "m_tIoU": 100 * 1.6 / 3})
+    assert official["score"] == official["metrics"]["m_vIoU"]
+
+
+# -- VCR-Bench: intervals at IoU > 0.7, boxes at IoU > 0.5, duration table -------------------------------------------
+
+
+def test_vcrbench_geometry_thresholds_and_durations() -> None:
+    rows = [
+        row("[10, 20]", "[12, 20]", 0.0, "open_ended", duration="short"),  # IoU 0.8 > 0.7
+        row("[10, 20]", "[13, 20]", 1.0, "open_ended", duration="short"),  # 0.7 is not > 0.7 (the judge's 1 is not used)
+        row("[0, 0, 10, 10]", "[0, 0, 10, 6]", 0.0, "open_ended", duration="long"),  # 0.6 > 0.5
+        row("[0, 0, 10, 10]", "[0, 0, 10, 5]", 1.0, "open_ended", duration="long"),  # 0.5 is not > 0.5
+        row("He opens the door", "the door opens", 1.0, "open_ended", duration="long"),  # the judge's verdict
+        row("A", "B", 0.0, duration="medium"),
+    ]
+    official = block(BENCHMARKS.get("vcrbench"), rows, "official")
+    assert official["score"] == pytest.approx(50.0)
+    assert official["breakdowns"]["duration"] == {"short": {"score": 50.0, "n": 2}, "long": {"score": pytest.approx(200 / 3), "n": 3},
+                                                  "medium": {"score": 0.0, "n": 1}}
+    assert rules.reference_geometry("[1, 2, 3]") is None and rules.reference_geometry("two") is None
+
+
+# -- LiveSports-3K OCR, VideoReasonBench tables --------------------------------------------------------------------
+
+
+def test_livesports_ocr_sub_score() -> None:
+    rows = [row("A", "A", 1, category="who", ocr=1), row("A", "C", 0, category="who", ocr=1),
+            row("B", "B", 1, category="when", ocr=0)]
+    official = block(BENCHMARKS.get("livesports3k_qa"), rows, "official")
+    assert official["metrics"] == pytest.approx({"accuracy": 200 / 3, "OCR": 50.0, "non-OCR": 100.0})
+    assert official["breakdowns"]["ocr"] == {"0": {"score": 100.0, "n": 1}, "1": {"score": 50.0, "n": 2}}
+
+
+def test_videoreasonbench_num_operation_and_state_tables(tmp_path: Path) -> None:
+    folder = tmp_path / "videoreasonbench" / "questions"
+    folder.mkdir(parents=True)
+    items = {f"q{i}": {"video": f"videos/card/v{i}.mp4", "question": "What now?", "answer": "x", "dim": "order_state",
+                       "num_operation": ops, "num_state": 4} for i, ops in enumerate((3, 3, 5))}
+    (folder / "card.json").write_text(json.dumps(items))
+    records = BENCHMARKS.get("videoreasonbench").load(tmp_path)
+    assert [(r.meta["num_operation"], r.meta["num_state"]) for r in records] == [(3, 4), (3, 4), (5, 4)]
+    rows = [row("x", "x", s, "open_ended", **r.meta) for r, s in zip(records, (1, 0, 1))]
+    official = block(BENCHMARKS.get("videoreasonbench"), rows, "official")
+    assert official["breakdowns"]["num_operation"] == {"3": {"score": 50.0, "n": 2}, "5": {"score": 100.0, "n": 1}}
+    assert official["breakdowns"]["num_state"] == {"4": {"score": pytest.approx(200 / 3), "n": 3}}
+
+
+# -- TempCompass: the questions files as the authors release them ---------------------------------------------------
+
+
+def test_tempcompass_nested_questions_files(tmp_path: Path) -> None:
+    folder = tmp_path / "tempcompass" / "questions"
+    folder.mkdir(parents=True)
+    mc = {"v1": {"speed": [{"question": "How fast?\nA. slow\nB. fast", "answer": "B. fast"}],
+                 "direction": [{"question": "Where to?\nA. left\nB. right", "answer": "A. left"},
+                               {"question": "From where?\nA. up\nB. down", "answer": "B. down"}]}}
+    yes_no = {"v2": {"order": [{"question": "Is it first?", "answer": "yes"}]}}
+    (folder / "multi-choice.json").write_text(json.dumps(mc))
+    (folder / "yes_no.json").write_text(json.dumps(yes_no))
+    records = {r.id: r for r in BENCHMARKS.get("tempcompass").load(tmp_path)}
+    assert sorted(records) == ["tempcompass/multi-choice/v1/direction_0", "tempcompass/multi-choice/v1/direction_1",
+                               "tempcompass/multi-choice/v1/speed_0", "tempcompass/yes_no/v2/order_0"]
+    speed = records["tempcompass/multi-choice/v1/speed_0"]
+    assert (speed.answer, speed.options, speed.meta["dimension"]) == ("B", ["slow", "fast"], "speed")
+    assert records["tempcompass/yes_no/v2/order_0"].answer == "yes"

@@ -226,7 +226,7 @@ def video_mmmu_easyvideor1(row: Row, ctx: RowContext) -> Records:
 _ALL = [
     Benchmark("videomme", "Video-MME", "videomme", ("videomme.json", "videomme.jsonl"), "data", MC,
               "accuracy (w/o subtitles), by duration and task type", agg.accuracy("duration", "task"), official.videomme,
-              lmms_task="videomme", easyvideor1=renamed(task="task_type", category="sub_category")),
+              lmms_task="videomme", easyvideor1=renamed(task="task_type", category="sub_category"), official=rules.VIDEOMME),
     Benchmark("videomme_v2", "Video-MME-v2", "videomme_v2", ("videomme_v2.json", "videomme_v2.jsonl"), "videos", MC,
               "grouped non-linear score (relevance: quadratic, logic: chain) + accuracy",
               agg.grouped_nonlinear(), official.videomme_v2, lmms_task="videomme_v2",

@@ -31,12 +31,53 @@ def visible(row: Row) -> str:
     return _THINK.sub("", row.get("response") or "").strip()
 
 
+# -- Video-MME -------------------------------------------------------------------------------------
+
+# The official prefixes, as its list reads: two commas are missing there, so "The best option is" + "The correct option
+# is" and "Best answer:" + "Best option:" are each one prefix (never found in a normal answer).
+VIDEOMME_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
+                     "The best option isThe correct option is", "Best answer:Best option:")
+
+
+def videomme_item(row: Row) -> float | None:
+    """The prefixes removed, the first capital A-D anywhere in the response is the answer (so "Because ..." reads B);
+    none, or more than 10 words without one, drops the item (not "answered")."""
+    text = visible(row)
+    for prefix in VIDEOMME_PREFIXES:
+        text = text.replace(prefix, "")
+    found = re.search("[ABCD]", text)
+    if found is None:
+        return None
+    return 1.0 if found.group(0) == row["answer"] else 0.0
+
+
+VIDEOMME = Official(
+    "accuracy over the answered items (a response without a letter A-D is dropped), by duration, domain,"
+    " sub-category and task type",
+    agg.accuracy("duration", "domain", "category", "task"), videomme_item,
+    source="BradyFU/Video-MME evaluation/eval_your_results.py (commit 4e7566d)",
+)
+
+
 # -- MVBench ---------------------------------------------------------------------------------------
 
+
+def mvbench_item(row: Row) -> float:
+    """The response's first word (lower case, "." removed) is right when it lies inside the answer's "(x)" or holds
+    it: "A", "a.", "A)", "(A)", "A or B" read A; an empty response is inside any answer, so it scores 1 (a quirk of
+    the official check); a failed generation (no response) scores 0."""
+    if row.get("response") is None:
+        return 0.0
+    first = visible(row).lower().split(" ")[0]
+    truth = f"({str(row['answer']).lower()})"
+    return 1.0 if first.replace(".", "") in truth or truth in first else 0.0
+
+
 MVBENCH = Official(
-    "Avg: correct / total over all items (the leaderboard's), with per-task accuracy",
-    agg.accuracy("task", name="Avg"),
-    source="OpenGVLab/Ask-Anything, video_chat2/mvbench.ipynb (leaderboard Avg = correct / total)",
+    "Avg: correct / total over all items (the leaderboard's), with per-task accuracy; the first word read as the"
+    " official check reads it",
+    agg.accuracy("task", name="Avg"), mvbench_item,
+    source="OpenGVLab/Ask-Anything video_chat2/mvbench.ipynb (check_ans; leaderboard Avg = correct / total)",
 )
 
 

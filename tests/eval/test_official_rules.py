@@ -32,14 +32,54 @@ def both(name: str, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[st
 # -- MVBench: the leaderboard's Avg is correct / total ------------------------------------------------------------
 
 
+@pytest.mark.parametrize(("response", "right"), [
+    ("A", 1.0), ("a.", 1.0), ("A) the cat", 1.0), ("(A)", 1.0), ("A or B", 1.0),  # the first word decides
+    ("The answer is A", 0.0), ("B", 0.0), ("Z", 0.0), ("AB", 0.0),
+    ("", 1.0),  # the official check's quirk: "" lies inside "(a)"
+    (None, 0.0),  # a failed generation: no response to check
+])
+def test_mvbench_first_word_check(response: str | None, right: float) -> None:
+    assert rules.mvbench_item(row("A", response)) == right
+
+
 def test_mvbench_avg_is_correct_over_total_with_unequal_task_sizes() -> None:
-    rows = [row("A", "A", 1, task="a"), row("A", "A", 1, task="a"), row("A", "B", 0, task="a"), row("B", "", 0, task="b")]
+    rows = [row("A", "A", 1, task="a"), row("A", "A", 1, task="a"), row("A", "B", 0, task="a"),
+            row("B", None, 0, task="b", error="generation failed")]
     official, strict = both("mvbench", rows)
     assert official["score"] == pytest.approx(50.0)  # 2 / 4
     assert official["metrics"] == pytest.approx({"Avg": 50.0})
     assert strict["score"] == pytest.approx((200 / 3 + 0) / 2)  # the task mean: 33.33
     assert official["breakdowns"]["task"] == {"a": {"score": pytest.approx(200 / 3), "n": 3}, "b": {"score": 0.0, "n": 1}}
     assert official["n"] == 4 and official["dropped"] == 0
+
+
+# -- Video-MME: the first capital A-D after the official prefixes; none drops the item ------------------------------
+
+
+@pytest.mark.parametrize(("response", "score"), [
+    ("A", 1.0), ("The answer is A.", 1.0), ("(A) a cat", 1.0),
+    ("Best option: A", 0.0),  # "Best option:" is no prefix of the official list (a missing comma): "B" of "Best" is read
+    ("The best option is A", 1.0),  # not a prefix either, but it holds no capital A-D
+    ("Because the cat left, A", 0.0),  # "B" of "Because" is the first capital A-D
+    ("a", None), ("", None), (None, None),  # no capital letter A-D: dropped (not answered)
+    ("I think it is the one on the left side of the room near the door", None),
+    ("A or B", 1.0), ("E", None),
+])
+def test_videomme_official_reader(response: str | None, score: float | None) -> None:
+    assert rules.videomme_item(row("A", response)) == score
+
+
+def test_videomme_accuracy_over_answered_items() -> None:
+    rows = [row("A", "A", 1, duration="short", domain="Knowledge", category="Law", task="OCR Problems"),
+            row("B", "b", 1, duration="short", domain="Knowledge", category="Law", task="OCR Problems"),  # dropped
+            row("C", "D", 0, duration="long", domain="Sports Competition", category="Football", task="Counting Problem"),
+            row("D", None, 0, error="generation failed", duration="long", domain="Sports Competition", category="Football",
+                task="Counting Problem")]  # dropped
+    official, strict = both("videomme", rows)
+    assert (official["score"], official["n"], official["dropped"]) == (50.0, 2, 2)
+    assert strict["score"] == 50.0 and strict["n"] == 4
+    assert official["breakdowns"]["duration"] == {"long": {"score": 0.0, "n": 1}, "short": {"score": 100.0, "n": 1}}
+    assert set(official["breakdowns"]) == {"duration", "domain", "category", "task"}
 
 
 # -- VSI-Bench: MRA at np.linspace's thresholds, first-word MC, levels ---------------------------------------------

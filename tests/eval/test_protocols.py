@@ -87,7 +87,7 @@ def test_cli_run_official_with_strict_beside_it_and_compare_strict(bench_root: P
 
     def evr1(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "evr1", "eval", *args], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=120)
+                              timeout=120, check=False)
 
     done = evr1("run", "--responses", str(answers), "--benchmarks", "mvbench", "--data-root", str(bench_root),
                 "--out", str(tmp_path / "o"), "--protocol", "official")

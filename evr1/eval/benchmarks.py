@@ -249,7 +249,7 @@ _ALL = [
               official.longvideobench, lmms_task="longvideobench_val_v"),
     Benchmark("mlvu", "MLVU", "mlvu", ("json",), "video", MC, "M-Avg: mean of the per-task-type accuracies",
               agg.macro("task", name="M-Avg"), official.mlvu, lmms_task="mlvu_dev", meta_fields=("task",),
-              easyvideor1=mlvu_easyvideor1),
+              easyvideor1=mlvu_easyvideor1, official=rules.MLVU),
     Benchmark("video_holmes", "Video-Holmes", "video_holmes", ("test_Video-Holmes.json",), "videos", MC,
               "accuracy, by question type", agg.accuracy("category"), official.video_holmes, lmms_task="video_holmes"),
     Benchmark("minerva", "MINERVA", "minerva", ("minerva.json",), "videos", MC, "accuracy, by question type",

@@ -81,6 +81,25 @@ MVBENCH = Official(
 )
 
 
+# -- MLVU ------------------------------------------------------------------------------------------
+
+
+def mlvu_item(row: Row) -> float:
+    """The response (stripped), cut before its first ")", must be the answer letter itself: "A" and "A) a cat" read
+    A; "A.", "(A)", "The answer is A" and "a" do not (the official prompt ends in "Best option:(")."""
+    text = visible(row)
+    if ")" in text:
+        text = text[: text.index(")")]
+    return 1.0 if text == str(row["answer"]) else 0.0
+
+
+MLVU = Official(
+    "M-Avg: mean of the per-task-type accuracies, each answer right only when it is the letter (before a \")\")",
+    agg.macro("task", name="M-Avg"), mlvu_item,
+    source="JUNJIE99/MLVU videochat2/choice_bench.py (commit 0b16f40: check_ans, Avg over task types)",
+)
+
+
 # -- VSI-Bench -------------------------------------------------------------------------------------
 
 # The thresholds as the official code computes them: np.linspace(.5, .95, int((.95 - .5) / .05 + 2)) = 10 points,
@@ -167,12 +186,65 @@ VSIBENCH = Official(
 )
 
 
+# -- lmms-eval 0.7.3's multiple-choice reader (the reference scorer of the lmms-eval team's own benchmarks) ---------
+
+LMMS_PHRASES = ("the answer is", "answer is", "the correct answer is", "correct answer is", "the best answer is",
+                "best answer is", "the correct option is", "correct option is", "the best option is", "best option is",
+                "the choice is", "choice is", "the correct choice is", "correct choice is", "i choose", "i select",
+                "i pick", "my answer is", "my choice is", "옵션", "정답은", "답은", "답:", "答案是", "答案为", "选", "答えは")
+# a letter's forms, each with its rank (a higher rank wins; within a rank, the later position)
+_LMMS_FORMS = (("({})", 6), ("{}.", 5), ("{}:", 4), ("{})", 3), ("{} ", 2))
+
+
+def lmms_choice(response: str, choices: Sequence[str]) -> str:
+    """The letter lmms-eval's `extract_mcq_answer` reads ("" for none): the text stripped of spaces, then of each of
+    , . ! ? ; : ' " in turn, padded with a space; candidates are a letter standing alone at the start (rank 10) or
+    the end (9), after the first answer phrase (7: its first occurrence after it), as "(A)" (6), "A." (5), "A:" (4),
+    "A)" (3) or "A " (2), each at its last occurrence; with none of these, any occurrence (0, the last). The highest
+    rank wins, then the later position, then the earlier choice."""
+    if not response or not response.strip():
+        return ""
+    text = response.strip()
+    for char in ",.!?;:'\"":
+        text = text.strip(char)
+    text = f" {text} "
+    found: list[tuple[int, int, int, str]] = []  # (rank, position, -choice index, letter)
+    for i, ch in enumerate(choices):
+        found += [(rank, text.rfind(form.format(ch)), -i, ch) for form, rank in _LMMS_FORMS if form.format(ch) in text]
+    lower = text.lower()
+    for phrase in LMMS_PHRASES:
+        at = lower.find(phrase)
+        if at != -1:
+            found += [(7, pos, -i, ch) for i, ch in enumerate(choices) if (pos := text.find(ch, at + len(phrase))) != -1]
+    bare = text.strip()
+    for i, ch in enumerate(choices):
+        if bare.startswith(ch) and (len(bare) == 1 or not bare[1].isalpha()):
+            found.append((10, 0, -i, ch))
+        if bare.endswith(ch) and (len(bare) == 1 or not bare[-2].isalpha()):
+            found.append((9, len(text) - 1, -i, ch))
+    if not found:
+        found = [(0, text.rfind(ch), -i, ch) for i, ch in enumerate(choices) if ch in text]
+    return max(found, key=lambda c: (c[0], c[1]))[3] if found else ""
+
+
 # -- Video-MMMU ------------------------------------------------------------------------------------
 
+
+def video_mmmu_item(row: Row) -> float:
+    """Multiple choice: the letter lmms-eval's reader finds among the question's letters (none: wrong); numeric
+    answers keep evr1's reading (the MMMU open-answer parser is not reproduced)."""
+    if row.get("problem_type") != "multiple_choice":
+        return float(row["score"])
+    letters = [chr(ord("A") + i) for i in range(len(row.get("options") or []))] or list("ABCDEFGHIJKLMN")
+    return 1.0 if lmms_choice(visible(row), letters) == row["answer"] else 0.0
+
+
 VIDEO_MMMU = Official(
-    "Overall: mean of the Perception, Comprehension and Adaptation accuracies",
-    agg.macro("track", name="overall"),
-    source="EvolvingLMMs-Lab/VideoMMMU README leaderboard (Overall = mean of the three tracks)",
+    "Overall: mean of the Perception, Comprehension and Adaptation accuracies (every item counted; multiple choice read"
+    " as lmms-eval reads it)",
+    agg.macro("track", name="overall"), video_mmmu_item,
+    source="EvolvingLMMs-Lab/VideoMMMU README leaderboard (Overall = mean of the three tracks); lmms-eval 0.7.3"
+           " tasks/videommmu/utils.py (its reader: _task_utils/mcq_extract.py)",
 )
 
 

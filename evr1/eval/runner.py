@@ -224,8 +224,8 @@ def sample_row(bench: Benchmark, record: Record, response: str | None, scored: S
     parsed = parsed_answer(record, response) if response is not None else None
     return {
         "id": record.id, "benchmark": bench.name, "problem_type": record.problem_type.value, "response": response,
-        "parsed": parsed, "answer": record.answer, "score": score, "components": components, "error": error,
-        "meta": record.meta,
+        "parsed": parsed, "answer": record.answer, "options": record.options, "score": score, "components": components,
+        "error": error, "meta": record.meta,
     }
 
 
@@ -316,8 +316,9 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
 
 
 def missing_row(bench: Benchmark, record: Record, sid: str) -> dict[str, Any]:
-    return {"id": record.id, "benchmark": bench.name, "score": 0.0, "components": {}, "error": "no sample",
-            "meta": record.meta, "settings_id": sid, "response": None, "parsed": None}
+    return {"id": record.id, "benchmark": bench.name, "problem_type": record.problem_type.value, "score": 0.0,
+            "components": {}, "error": "no sample", "meta": record.meta, "settings_id": sid, "response": None,
+            "parsed": None, "answer": record.answer, "options": record.options}
 
 
 def summarize(bench: Benchmark, records: Sequence[Record], rows: Mapping[str, Mapping[str, Any]],

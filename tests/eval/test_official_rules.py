@@ -82,6 +82,25 @@ def test_videomme_accuracy_over_answered_items() -> None:
     assert set(official["breakdowns"]) == {"duration", "domain", "category", "task"}
 
 
+# -- MLVU: the letter itself, before a ")" ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("response", "right"), [
+    ("A", 1.0), ("A) a cat", 1.0), (" A ", 1.0),
+    ("A.", 0.0), ("(A)", 0.0), ("The answer is A", 0.0), ("a", 0.0), ("A or B", 0.0), ("", 0.0), (None, 0.0),
+])
+def test_mlvu_letter_before_the_parenthesis(response: str | None, right: float) -> None:
+    assert rules.mlvu_item(row("A", response)) == right
+
+
+def test_mlvu_m_avg_with_unequal_task_sizes() -> None:
+    rows = [row("A", "A", 1, task="count"), row("B", "B.", 1, task="count"), row("C", "C) x", 1, task="count"),
+            row("D", "(D)", 1, task="needle")]
+    official, strict = both("mlvu", rows)
+    assert official["score"] == pytest.approx((200 / 3 + 0) / 2) and official["metrics"]["M-Avg"] == official["score"]
+    assert strict["score"] == pytest.approx(100.0)  # evr1's reader reads all four
+
+
 # -- VSI-Bench: MRA at np.linspace's thresholds, first-word MC, levels ---------------------------------------------
 
 
@@ -157,16 +176,51 @@ def test_vsi_mra_is_a_tenth_count_and_never_beats_exactness(pred: float, truth: 
     assert rules.vsi_mra(truth, truth) == 1.0
 
 
+# -- lmms-eval's multiple-choice reader, and Video-MMMU -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("response", "letter"), [
+    ("B", "B"), ("The answer is (C).", "C"), ("I think A. No wait, the answer is D", "I"),  # "I" stands alone at the start: letter I (rank 10)
+    ("So A. No wait, the answer is D", "D"),  # the phrase (7) beats "A." (5) ("a", ""),
+    ("Answer: B", "B"), ("(A) or (B)", "B"), ("", ""), ("It is J", "J"), ("none of them", ""),
+])
+def test_lmms_choice_table(response: str, letter: str) -> None:
+    assert rules.lmms_choice(response, list("ABCDEFGHIJ")) == letter
+
+
+_PIECES = st.sampled_from(["A", "B", "C", "D", "E", "(", ")", ".", ":", " ", ",", "!", "'", '"', "x", "is", "Answer",
+                           "the answer is ", "I choose ", "答案是", "\n", "Bob", "a"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(_PIECES, max_size=12).map("".join), n=st.integers(2, 5))
+def test_lmms_choice_equals_lmms_evals_extract_mcq_answer(text: str, n: int) -> None:
+    from lmms_eval.tasks._task_utils.mcq_extract import extract_mcq_answer
+
+    choices = list("ABCDE")[:n]
+    assert rules.lmms_choice(text, choices) == extract_mcq_answer(text, choices=choices)
+
+
 # -- Video-MMMU: Overall is the mean of the three tracks ----------------------------------------------------------
 
 
 def test_video_mmmu_overall_is_the_mean_of_the_tracks() -> None:
     scores = {"Perception": [1, 1], "Comprehension": [0], "Adaptation": [1, 0, 0]}
-    rows = [row("A", "A" if s else "B", s, track=t) for t, ss in scores.items() for s in ss]
+    rows = [{**row("A", "A" if s else "B", s, track=t), "options": ["x", "y"]} for t, ss in scores.items() for s in ss]
     official, strict = both("video_mmmu", rows)
     assert official["score"] == pytest.approx((100 + 0 + 100 / 3) / 3)  # 44.44
     assert strict["score"] == pytest.approx(50.0)  # 3 / 6
     assert official["breakdowns"]["track"]["Adaptation"] == {"score": pytest.approx(100 / 3), "n": 3}
+
+
+def test_video_mmmu_reads_letters_beyond_d_and_keeps_numeric_scores() -> None:
+    options = [str(i) for i in range(10)]
+    rows = [{**row("J", "The answer is J.", 0, track="Perception"), "options": options},  # strict read nothing: 0
+            {**row("B", "b", 1, track="Perception"), "options": options},  # lower case: no letter for lmms-eval
+            row(42.0, "forty-two", 1, "numerical", track="Comprehension")]  # evr1's numeric reading kept
+    official = block(BENCHMARKS.get("video_mmmu"), rows, "official")
+    assert official["breakdowns"]["track"]["Perception"]["score"] == 50.0
+    assert official["score"] == pytest.approx((50 + 100) / 2)
 
 
 # -- Charades-STA: the predicted span as given ---------------------------------------------------------------------

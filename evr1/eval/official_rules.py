@@ -39,16 +39,20 @@ VIDEOMME_PREFIXES = ("The best answer is", "The correct answer is", "The answer 
                      "The best option isThe correct option is", "Best answer:Best option:")
 
 
-def videomme_item(row: Row) -> float | None:
-    """The prefixes removed, the first capital A-D anywhere in the response is the answer (so "Because ..." reads B);
-    none, or more than 10 words without one, drops the item (not "answered")."""
-    text = visible(row)
-    for prefix in VIDEOMME_PREFIXES:
+def first_capital(text: str, prefixes: Sequence[str], letters: str) -> str | None:
+    """The first of `letters` (capitals) anywhere in `text` once each prefix is removed ("Because ..." reads B), as
+    the Video-MME script and the lmms-eval readers derived from it read answers; None when there is none."""
+    for prefix in prefixes:
         text = text.replace(prefix, "")
-    found = re.search("[ABCD]", text)
-    if found is None:
-        return None
-    return 1.0 if found.group(0) == row["answer"] else 0.0
+    found = re.search(f"[{letters}]", text)
+    return found.group(0) if found else None
+
+
+def videomme_item(row: Row) -> float | None:
+    """The first capital A-D after the official prefixes; none drops the item (not "answered"); more than 10 words
+    without one is the same case."""
+    letter = first_capital(visible(row), VIDEOMME_PREFIXES, "ABCD")
+    return None if letter is None else float(letter == row["answer"])
 
 
 VIDEOMME = Official(
@@ -78,6 +82,42 @@ MVBENCH = Official(
     " official check reads it",
     agg.accuracy("task", name="Avg"), mvbench_item,
     source="OpenGVLab/Ask-Anything video_chat2/mvbench.ipynb (check_ans; leaderboard Avg = correct / total)",
+)
+
+
+# -- VideoMathQA, LongVideoBench: Video-MME's reader in lmms-eval, with A-E --------------------------------------
+
+
+def videomathqa_item(row: Row) -> float:
+    """The first capital A-E after Video-MME's prefixes (the same missing commas); none is wrong and counted."""
+    return float(first_capital(visible(row), VIDEOMME_PREFIXES, "ABCDE") == row["answer"])
+
+
+VIDEOMATHQA = Official(
+    "MBin (a question counts only if all its binary pairs are right) and MCQ accuracy, every item counted; the first"
+    " capital A-E after the prefixes is the answer",
+    agg.videomath("category", "duration"), videomathqa_item,
+    source="lmms-eval 0.7.3 tasks/videomathqa/utils.py (the benchmark authors' lmms-eval task)",
+)
+
+LONGVIDEOBENCH_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
+                           "The best option is", "The correct option is", "Best answer:", "Best option:")
+
+
+def longvideobench_item(row: Row) -> float:
+    """The first capital A-E after the prefixes; with none, the official scorer answers a random option: its expected
+    score, 1 / the number of options, stands for that draw (a random draw cannot be reproduced)."""
+    letter = first_capital(visible(row), LONGVIDEOBENCH_PREFIXES, "ABCDE")
+    if letter is None:
+        return 1.0 / max(1, len(row.get("options") or []) or 5)
+    return float(letter == row["answer"])
+
+
+LONGVIDEOBENCH = Official(
+    "accuracy (val) over all items, by duration group and category; an answer without a capital A-E scores the"
+    " expected value of the official random guess (1 / options)",
+    agg.accuracy("duration", "category"), longvideobench_item,
+    source="lmms-eval 0.7.3 tasks/longvideobench/utils.py (the LongVideoBench authors' rule, random guess included)",
 )
 
 

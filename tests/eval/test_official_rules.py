@@ -24,6 +24,11 @@ def row(answer: Any, response: str | None, score: float = 0.0, ptype: str = "mul
             "meta": meta}
 
 
+# pieces of generated answers for the reader-equivalence properties
+_PIECES = st.sampled_from(["A", "B", "C", "D", "E", "(", ")", ".", ":", " ", ",", "!", "'", '"', "x", "is", "Answer",
+                           "the answer is ", "The answer is ", "Best option: ", "I choose ", "答案是", "\n", "Bob", "a"])
+
+
 def both(name: str, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     bench = BENCHMARKS.get(name)
     return block(bench, rows, "official"), block(bench, rows, "strict")
@@ -80,6 +85,44 @@ def test_videomme_accuracy_over_answered_items() -> None:
     assert strict["score"] == 50.0 and strict["n"] == 4
     assert official["breakdowns"]["duration"] == {"long": {"score": 0.0, "n": 1}, "short": {"score": 100.0, "n": 1}}
     assert set(official["breakdowns"]) == {"duration", "domain", "category", "task"}
+
+
+# -- VideoMathQA and LongVideoBench: Video-MME's reader with A-E ----------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(_PIECES, max_size=12).map("".join))
+def test_first_capital_equals_lmms_evals_readers(text: str) -> None:
+    """VideoMathQA's extract_characters_regex ("" for none) and LongVideoBench's parser (random for none)."""
+    from lmms_eval.tasks.longvideobench import utils as lvb
+    from lmms_eval.tasks.videomathqa import utils as vmqa
+
+    assert (rules.first_capital(text, rules.VIDEOMME_PREFIXES, "ABCDE") or "") == vmqa.extract_characters_regex(text)
+    found = rules.first_capital(text.strip(), rules.LONGVIDEOBENCH_PREFIXES, "ABCDE")
+    if found is not None:
+        assert found == lvb.parse_multi_choice_response(text, list("ABCD"), {})
+
+
+def test_videomathqa_counts_unread_answers_and_mbin_needs_every_pair() -> None:
+    rows = [row("A", "Answer: A", 1, setting="mcq", question_id="1", category="geo"),  # "A" of "Answer" is read: right
+            row("B", "Answer: B", 1, setting="mcq", question_id="2", category="geo"),  # ... and here wrong
+            row("C", "c", 1, setting="mcq", question_id="3", category="geo"),  # no capital: wrong, counted
+            row("A", "A", 1, setting="mbin", question_id="4", category="geo"), row("B", "B", 1, setting="mbin", question_id="4",
+                                                                               category="geo"),
+            row("A", "A", 1, setting="mbin", question_id="5", category="geo"), row("A", "", 0, setting="mbin", question_id="5",
+                                                                               category="geo")]
+    official = block(BENCHMARKS.get("videomathqa"), rows, "official")
+    assert official["metrics"]["MCQ"] == pytest.approx(100 / 3) and official["n"] == 7
+    assert official["metrics"]["MBin"] == 50.0 and official["score"] == 50.0
+
+
+@pytest.mark.parametrize(("response", "options", "score"), [
+    ("B", 4, 1.0), ("The answer is B.", 4, 1.0), ("D. A book", 4, 0.0),  # the first capital: D
+    ("none", 4, 0.25), ("", 5, 0.2), (None, 4, 0.25),  # no letter: the random guess's expected score
+])
+def test_longvideobench_reader_and_its_random_guess(response: str | None, options: int, score: float) -> None:
+    got = rules.longvideobench_item({**row("B", response), "options": [str(i) for i in range(options)]})
+    assert got == pytest.approx(score)
 
 
 # -- MLVU: the letter itself, before a ")" ------------------------------------------------------------------------
@@ -186,10 +229,6 @@ def test_vsi_mra_is_a_tenth_count_and_never_beats_exactness(pred: float, truth: 
 ])
 def test_lmms_choice_table(response: str, letter: str) -> None:
     assert rules.lmms_choice(response, list("ABCDEFGHIJ")) == letter
-
-
-_PIECES = st.sampled_from(["A", "B", "C", "D", "E", "(", ")", ".", ":", " ", ",", "!", "'", '"', "x", "is", "Answer",
-                           "the answer is ", "I choose ", "答案是", "\n", "Bob", "a"])
 
 
 @settings(max_examples=150, deadline=None)

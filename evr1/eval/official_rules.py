@@ -121,6 +121,36 @@ LONGVIDEOBENCH = Official(
 )
 
 
+# -- LVBench -------------------------------------------------------------------------------------------
+
+
+def lvbench_letter(text: str) -> str:
+    """LVBench's polish: the text before the first ")", after a "(" in it, its first word, that word's first
+    character ("(B) x" -> "B", "A. x" -> "A", "The answer is C" -> "T"); "" for none."""
+    text = text.strip().split(")")[0].strip()
+    if "(" in text:
+        text = text.split("(")[1].strip()
+    word = text.split(" ")[0]
+    return word[:1]
+
+
+def lvbench_item(row: Row) -> float | None:
+    """Right when the polished letter is the answer (case kept); a sample with no answer recorded (a failed
+    generation) is left out, as an id missing from the official answers file."""
+    if row.get("response") is None:
+        return None
+    return float(lvbench_letter(visible(row)) == row["answer"])
+
+
+LVBENCH = Official(
+    "accuracy over the answered items, by question type (a question counts under each of its types); the answer is the"
+    " first character of the first word, after a \"(\" and before a \")\"",
+    agg.accuracy("category"), lvbench_item,
+    source="THUDM/LVBench lvbench/utils/answer_util.py (commit 1dd4612) and lvbench/metrics/compute_accuracy.py"
+           " (commit dd7d99d)",
+)
+
+
 # -- MLVU ------------------------------------------------------------------------------------------
 
 

@@ -125,6 +125,28 @@ def test_longvideobench_reader_and_its_random_guess(response: str | None, option
     assert got == pytest.approx(score)
 
 
+# -- LVBench: the polished first character -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("response", "score"), [
+    ("B", 1.0), ("(B) the dog", 1.0), ("B. the dog", 1.0), ("B or C", 1.0), (" ( B ) ", 1.0),
+    ("The answer is B", 0.0),  # "T"
+    ("b", 0.0), ("", 0.0), ("C", 0.0),
+    (None, None),  # no answer recorded: not in the answers file, left out
+])
+def test_lvbench_polished_letter(response: str | None, score: float | None) -> None:
+    assert rules.lvbench_item(row("B", response)) == score
+
+
+def test_lvbench_types_count_a_question_under_each() -> None:
+    rows = [row("A", "A", 1, category=["key information retrieval", "reasoning"]), row("B", "(C)", 0, category=["reasoning"]),
+            row("C", None, 0, error="generation failed", category=["reasoning"])]
+    official = block(BENCHMARKS.get("lvbench"), rows, "official")
+    assert (official["score"], official["n"], official["dropped"]) == (50.0, 2, 1)
+    assert official["breakdowns"]["category"] == {"key information retrieval": {"score": 100.0, "n": 1},
+                                                  "reasoning": {"score": 50.0, "n": 2}}
+
+
 # -- MLVU: the letter itself, before a ")" ------------------------------------------------------------------------
 
 

@@ -151,6 +151,37 @@ LVBENCH = Official(
 )
 
 
+# -- Video-Holmes ---------------------------------------------------------------------------------------
+
+_ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
+HOLMES_LETTERS = "ABCDEF"
+
+
+def video_holmes_letter(response: str) -> str | None:
+    """The last `<answer>` part (else the whole response, thinking included); the first letter A-F, in alphabetical
+    order, written "X ", "X:" or "[X" in it; else the first letter A-F, alphabetically, anywhere in it; else None."""
+    tagged = _ANSWER_TAG.findall(response)
+    choice = tagged[-1].strip() if tagged else response
+    for forms in (("{} ", "{}:", "[{}"), ("{}",)):
+        for letter in HOLMES_LETTERS:
+            if any(form.format(letter) in choice for form in forms):
+                return letter
+    return None
+
+
+def video_holmes_item(row: Row) -> float:
+    """Right when the letter read is the answer; none (a failed generation too) is wrong and counted."""
+    return float(video_holmes_letter(row.get("response") or "") == row["answer"])
+
+
+VIDEO_HOLMES = Official(
+    "accuracy over all items, by question type; the first letter A-F (alphabetically) written \"X \", \"X:\" or"
+    " \"[X\" in the last <answer>, else anywhere",
+    agg.accuracy("category"), video_holmes_item,
+    source="TencentARC/Video-Holmes evaluate.py (commit ac9e119)",
+)
+
+
 # -- MLVU ------------------------------------------------------------------------------------------
 
 

@@ -147,6 +147,28 @@ def test_lvbench_types_count_a_question_under_each() -> None:
                                                   "reasoning": {"score": 50.0, "n": 2}}
 
 
+# -- Video-Holmes: alphabetical letter search ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("response", "letter"), [
+    ("C", "C"), ("<think>maybe A or B</think><answer>D</answer>", "D"), ("<answer>[E]</answer>", "E"),
+    ("C: the thief. B is wrong", "B"),  # "B " comes before "C:" alphabetically
+    ("The answer is C", "C"),  # "C" alone, no form: the second pass; "T" is no letter A-F
+    ("<think>A is tempting</think> so C", "A"),  # no <answer>: the whole response, thinking included
+    ("none", None), ("", None), ("G", None),
+])
+def test_video_holmes_letter(response: str, letter: str | None) -> None:
+    assert rules.video_holmes_letter(response) == letter
+
+
+def test_video_holmes_counts_failures() -> None:
+    rows = [row("C", "C", 1, category="SR"), row("A", None, 0, error="generation failed", category="SR"),
+            row("B", "<answer>B</answer>", 1, category="TCI")]
+    official = block(BENCHMARKS.get("video_holmes"), rows, "official")
+    assert (official["score"], official["n"]) == (pytest.approx(200 / 3), 3)
+    assert official["breakdowns"]["category"]["SR"] == {"score": 50.0, "n": 2}
+
+
 # -- MLVU: the letter itself, before a ")" ------------------------------------------------------------------------
 
 

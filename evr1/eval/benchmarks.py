@@ -17,6 +17,7 @@ from typing import Any
 
 from evr1.eval import aggregate as agg
 from evr1.eval import official
+from evr1.eval import official_choice as choice
 from evr1.eval import official_rules as rules
 from evr1.eval.benchmark import Benchmark, FieldError, RowContext, easyvideor1_record, renamed, with_meta
 from evr1.problem_types import ProblemType as PT
@@ -226,7 +227,7 @@ def video_mmmu_easyvideor1(row: Row, ctx: RowContext) -> Records:
 _ALL = [
     Benchmark("videomme", "Video-MME", "videomme", ("videomme.json", "videomme.jsonl"), "data", MC,
               "accuracy (w/o subtitles), by duration and task type", agg.accuracy("duration", "task"), official.videomme,
-              lmms_task="videomme", easyvideor1=renamed(task="task_type", category="sub_category"), official=rules.VIDEOMME),
+              lmms_task="videomme", easyvideor1=renamed(task="task_type", category="sub_category"), official=choice.VIDEOMME),
     Benchmark("videomme_v2", "Video-MME-v2", "videomme_v2", ("videomme_v2.json", "videomme_v2.jsonl"), "videos", MC,
               "grouped non-linear score (relevance: quadratic, logic: chain) + accuracy",
               agg.grouped_nonlinear(), official.videomme_v2, lmms_task="videomme_v2",
@@ -234,7 +235,7 @@ _ALL = [
     Benchmark("mvbench", "MVBench", "mvbench", ("json",), "video", MC,
               "mean of the 20 per-task accuracies (every item counted)", agg.macro("task", name="task_mean"),
               official.mvbench, lmms_task="mvbench", meta_fields=("task",), easyvideor1=mvbench_easyvideor1,
-              official=rules.MVBENCH),
+              official=choice.MVBENCH),
     Benchmark("tempcompass", "TempCompass", "tempcompass", ("questions",), "videos",
               (PT.MULTIPLE_CHOICE, PT.BOOLEAN, PT.OPEN_ENDED),
               "accuracy over all items (captions judged correct or incorrect), by format and dimension",
@@ -244,16 +245,16 @@ _ALL = [
               easyvideor1=renamed(category="original_question_type")),
     Benchmark("lvbench", "LVBench", "lvbench", ("lvbench.json", "lvbench.jsonl"), "videos", MC,
               "accuracy, by question type", agg.accuracy("category"), official.lvbench, lmms_task="lvbench",
-              official=rules.LVBENCH),
+              official=choice.LVBENCH),
     Benchmark("longvideobench", "LongVideoBench", "longvideobench", ("lvb_val.json",), "videos", MC,
               "accuracy (val), by duration group and category", agg.accuracy("duration", "category"),
-              official.longvideobench, lmms_task="longvideobench_val_v", official=rules.LONGVIDEOBENCH),
+              official.longvideobench, lmms_task="longvideobench_val_v", official=choice.LONGVIDEOBENCH),
     Benchmark("mlvu", "MLVU", "mlvu", ("json",), "video", MC, "M-Avg: mean of the per-task-type accuracies",
               agg.macro("task", name="M-Avg"), official.mlvu, lmms_task="mlvu_dev", meta_fields=("task",),
-              easyvideor1=mlvu_easyvideor1, official=rules.MLVU),
+              easyvideor1=mlvu_easyvideor1, official=choice.MLVU),
     Benchmark("video_holmes", "Video-Holmes", "video_holmes", ("test_Video-Holmes.json",), "videos", MC,
               "accuracy, by question type", agg.accuracy("category"), official.video_holmes, lmms_task="video_holmes",
-              official=rules.VIDEO_HOLMES),
+              official=choice.VIDEO_HOLMES),
     Benchmark("minerva", "MINERVA", "minerva", ("minerva.json",), "videos", MC, "accuracy, by question type",
               agg.accuracy("category"), official.minerva, lmms_task="minerva"),
     Benchmark("vcrbench", "VCR-Bench", "vcrbench", ("vcrbench.json",), "videos", (PT.MULTIPLE_CHOICE, PT.OPEN_ENDED),
@@ -272,11 +273,11 @@ _ALL = [
     Benchmark("video_mmmu", "Video-MMMU", "video_mmmu", ("Perception.json", "Comprehension.json", "Adaptation.json"),
               "videos", (PT.MULTIPLE_CHOICE, PT.NUMERICAL), "accuracy over all items, per track",
               agg.accuracy("track"), official.video_mmmu, lmms_task="video_mmmu", easyvideor1=video_mmmu_easyvideor1,
-              official=rules.VIDEO_MMMU),
+              official=choice.VIDEO_MMMU),
     Benchmark("videomathqa", "VideoMathQA", "videomathqa", ("mcq.json", "mbin.json", "videomathqa.jsonl"), "videos", MC,
               "MBin (a question counts only if all its binary pairs are right) and MCQ accuracy",
               agg.videomath("category", "duration"), official.videomathqa, lmms_task="videomathqa_mbin",
-              meta_fields=("setting", "question_id"), easyvideor1=videomathqa_easyvideor1, official=rules.VIDEOMATHQA),
+              meta_fields=("setting", "question_id"), easyvideor1=videomathqa_easyvideor1, official=choice.VIDEOMATHQA),
     Benchmark("vsibench", "VSI-Bench", "vsibench", ("test.json", "test.jsonl"), "videos", (PT.MULTIPLE_CHOICE, PT.REGRESSION),
               "mean of the per-task scores (MC accuracy; numeric by MRA; object_rel_direction: mean of its 3 levels)",
               agg.macro("task", name="task_mean", within="difficulty"),

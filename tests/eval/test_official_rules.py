@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evr1.eval import official_choice as choice
 from evr1.eval import official_rules as rules
 from evr1.eval.protocols import block
 from evr1.registry import BENCHMARKS
@@ -44,7 +45,7 @@ def both(name: str, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[st
     (None, 0.0),  # a failed generation: no response to check
 ])
 def test_mvbench_first_word_check(response: str | None, right: float) -> None:
-    assert rules.mvbench_item(row("A", response)) == right
+    assert choice.mvbench_item(row("A", response)) == right
 
 
 def test_mvbench_avg_is_correct_over_total_with_unequal_task_sizes() -> None:
@@ -71,7 +72,7 @@ def test_mvbench_avg_is_correct_over_total_with_unequal_task_sizes() -> None:
     ("A or B", 1.0), ("E", None),
 ])
 def test_videomme_official_reader(response: str | None, score: float | None) -> None:
-    assert rules.videomme_item(row("A", response)) == score
+    assert choice.videomme_item(row("A", response)) == score
 
 
 def test_videomme_accuracy_over_answered_items() -> None:
@@ -97,8 +98,8 @@ def test_first_capital_equals_lmms_evals_readers(text: str) -> None:
     from lmms_eval.tasks.longvideobench import utils as lvb
     from lmms_eval.tasks.videomathqa import utils as vmqa
 
-    assert (rules.first_capital(text, rules.VIDEOMME_PREFIXES, "ABCDE") or "") == vmqa.extract_characters_regex(text)
-    found = rules.first_capital(text.strip(), rules.LONGVIDEOBENCH_PREFIXES, "ABCDE")
+    assert (choice.first_capital(text, choice.VIDEOMME_PREFIXES, "ABCDE") or "") == vmqa.extract_characters_regex(text)
+    found = choice.first_capital(text.strip(), choice.LONGVIDEOBENCH_PREFIXES, "ABCDE")
     if found is not None:
         assert found == lvb.parse_multi_choice_response(text, list("ABCD"), {})
 
@@ -121,7 +122,7 @@ def test_videomathqa_counts_unread_answers_and_mbin_needs_every_pair() -> None:
     ("none", 4, 0.25), ("", 5, 0.2), (None, 4, 0.25),  # no letter: the random guess's expected score
 ])
 def test_longvideobench_reader_and_its_random_guess(response: str | None, options: int, score: float) -> None:
-    got = rules.longvideobench_item({**row("B", response), "options": [str(i) for i in range(options)]})
+    got = choice.longvideobench_item({**row("B", response), "options": [str(i) for i in range(options)]})
     assert got == pytest.approx(score)
 
 
@@ -135,7 +136,7 @@ def test_longvideobench_reader_and_its_random_guess(response: str | None, option
     (None, None),  # no answer recorded: not in the answers file, left out
 ])
 def test_lvbench_polished_letter(response: str | None, score: float | None) -> None:
-    assert rules.lvbench_item(row("B", response)) == score
+    assert choice.lvbench_item(row("B", response)) == score
 
 
 def test_lvbench_types_count_a_question_under_each() -> None:
@@ -158,7 +159,7 @@ def test_lvbench_types_count_a_question_under_each() -> None:
     ("none", None), ("", None), ("G", None),
 ])
 def test_video_holmes_letter(response: str, letter: str | None) -> None:
-    assert rules.video_holmes_letter(response) == letter
+    assert choice.video_holmes_letter(response) == letter
 
 
 def test_video_holmes_counts_failures() -> None:
@@ -177,7 +178,7 @@ def test_video_holmes_counts_failures() -> None:
     ("A.", 0.0), ("(A)", 0.0), ("The answer is A", 0.0), ("a", 0.0), ("A or B", 0.0), ("", 0.0), (None, 0.0),
 ])
 def test_mlvu_letter_before_the_parenthesis(response: str | None, right: float) -> None:
-    assert rules.mlvu_item(row("A", response)) == right
+    assert choice.mlvu_item(row("A", response)) == right
 
 
 def test_mlvu_m_avg_with_unequal_task_sizes() -> None:
@@ -272,7 +273,7 @@ def test_vsi_mra_is_a_tenth_count_and_never_beats_exactness(pred: float, truth: 
     ("Answer: B", "B"), ("(A) or (B)", "B"), ("", ""), ("It is J", "J"), ("none of them", ""),
 ])
 def test_lmms_choice_table(response: str, letter: str) -> None:
-    assert rules.lmms_choice(response, list("ABCDEFGHIJ")) == letter
+    assert choice.lmms_choice(response, list("ABCDEFGHIJ")) == letter
 
 
 @settings(max_examples=150, deadline=None)
@@ -281,7 +282,7 @@ def test_lmms_choice_equals_lmms_evals_extract_mcq_answer(text: str, n: int) -> 
     from lmms_eval.tasks._task_utils.mcq_extract import extract_mcq_answer
 
     choices = list("ABCDE")[:n]
-    assert rules.lmms_choice(text, choices) == extract_mcq_answer(text, choices=choices)
+    assert choice.lmms_choice(text, choices) == extract_mcq_answer(text, choices=choices)
 
 
 # -- Video-MMMU: Overall is the mean of the three tracks ----------------------------------------------------------

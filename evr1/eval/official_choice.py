@@ -1,0 +1,248 @@
+"""The official answer readers of the multiple-choice benchmarks (their `Official`; see `evr1.eval.official_rules`).
+
+Each reader is written from the benchmark's published scorer, named in its `Official.source`, quirks included
+(docs/benchmarks.md lists them); an item rule returns the official item score, or None when the scorer drops it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evr1.eval import aggregate as agg
+from evr1.eval.official_rules import visible
+from evr1.eval.protocols import Official
+
+Row = Mapping[str, Any]
+
+# -- Video-MME -------------------------------------------------------------------------------------
+
+# The official prefixes, as its list reads: two commas are missing there, so "The best option is" + "The correct option
+# is" and "Best answer:" + "Best option:" are each one prefix (never found in a normal answer).
+VIDEOMME_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
+                     "The best option isThe correct option is", "Best answer:Best option:")
+
+
+def first_capital(text: str, prefixes: Sequence[str], letters: str) -> str | None:
+    """The first of `letters` (capitals) anywhere in `text` once each prefix is removed ("Because ..." reads B), as
+    the Video-MME script and the lmms-eval readers derived from it read answers; None when there is none."""
+    for prefix in prefixes:
+        text = text.replace(prefix, "")
+    found = re.search(f"[{letters}]", text)
+    return found.group(0) if found else None
+
+
+def videomme_item(row: Row) -> float | None:
+    """The first capital A-D after the official prefixes; none drops the item (not "answered"); more than 10 words
+    without one is the same case."""
+    letter = first_capital(visible(row), VIDEOMME_PREFIXES, "ABCD")
+    return None if letter is None else float(letter == row["answer"])
+
+
+VIDEOMME = Official(
+    "accuracy over the answered items (a response without a letter A-D is dropped), by duration, domain,"
+    " sub-category and task type",
+    agg.accuracy("duration", "domain", "category", "task"), videomme_item,
+    source="BradyFU/Video-MME evaluation/eval_your_results.py (commit 4e7566d)",
+)
+
+
+# -- MVBench ---------------------------------------------------------------------------------------
+
+
+def mvbench_item(row: Row) -> float:
+    """The response's first word (lower case, "." removed) is right when it lies inside the answer's "(x)" or holds
+    it: "A", "a.", "A)", "(A)", "A or B" read A; an empty response is inside any answer, so it scores 1 (a quirk of
+    the official check); a failed generation (no response) scores 0."""
+    if row.get("response") is None:
+        return 0.0
+    first = visible(row).lower().split(" ")[0]
+    truth = f"({str(row['answer']).lower()})"
+    return 1.0 if first.replace(".", "") in truth or truth in first else 0.0
+
+
+MVBENCH = Official(
+    "Avg: correct / total over all items (the leaderboard's), with per-task accuracy; the first word read as the"
+    " official check reads it",
+    agg.accuracy("task", name="Avg"), mvbench_item,
+    source="OpenGVLab/Ask-Anything video_chat2/mvbench.ipynb (check_ans; leaderboard Avg = correct / total)",
+)
+
+
+# -- VideoMathQA, LongVideoBench: Video-MME's reader in lmms-eval, with A-E --------------------------------------
+
+
+def videomathqa_item(row: Row) -> float:
+    """The first capital A-E after Video-MME's prefixes (the same missing commas); none is wrong and counted."""
+    return float(first_capital(visible(row), VIDEOMME_PREFIXES, "ABCDE") == row["answer"])
+
+
+VIDEOMATHQA = Official(
+    "MBin (a question counts only if all its binary pairs are right) and MCQ accuracy, every item counted; the first"
+    " capital A-E after the prefixes is the answer",
+    agg.videomath("category", "duration"), videomathqa_item,
+    source="lmms-eval 0.7.3 tasks/videomathqa/utils.py (the benchmark authors' lmms-eval task)",
+)
+
+LONGVIDEOBENCH_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
+                           "The best option is", "The correct option is", "Best answer:", "Best option:")
+
+
+def longvideobench_item(row: Row) -> float:
+    """The first capital A-E after the prefixes; with none, the official scorer answers a random option: its expected
+    score, 1 / the number of options, stands for that draw (a random draw cannot be reproduced)."""
+    letter = first_capital(visible(row), LONGVIDEOBENCH_PREFIXES, "ABCDE")
+    if letter is None:
+        return 1.0 / max(1, len(row.get("options") or []) or 5)
+    return float(letter == row["answer"])
+
+
+LONGVIDEOBENCH = Official(
+    "accuracy (val) over all items, by duration group and category; an answer without a capital A-E scores the"
+    " expected value of the official random guess (1 / options)",
+    agg.accuracy("duration", "category"), longvideobench_item,
+    source="lmms-eval 0.7.3 tasks/longvideobench/utils.py (the LongVideoBench authors' rule, random guess included)",
+)
+
+
+# -- LVBench -------------------------------------------------------------------------------------------
+
+
+def lvbench_letter(text: str) -> str:
+    """LVBench's polish: the text before the first ")", after a "(" in it, its first word, that word's first
+    character ("(B) x" -> "B", "A. x" -> "A", "The answer is C" -> "T"); "" for none."""
+    text = text.strip().split(")")[0].strip()
+    if "(" in text:
+        text = text.split("(")[1].strip()
+    word = text.split(" ")[0]
+    return word[:1]
+
+
+def lvbench_item(row: Row) -> float | None:
+    """Right when the polished letter is the answer (case kept); a sample with no answer recorded (a failed
+    generation) is left out, as an id missing from the official answers file."""
+    if row.get("response") is None:
+        return None
+    return float(lvbench_letter(visible(row)) == row["answer"])
+
+
+LVBENCH = Official(
+    "accuracy over the answered items, by question type (a question counts under each of its types); the answer is the"
+    " first character of the first word, after a \"(\" and before a \")\"",
+    agg.accuracy("category"), lvbench_item,
+    source="THUDM/LVBench lvbench/utils/answer_util.py (commit 1dd4612) and lvbench/metrics/compute_accuracy.py"
+           " (commit dd7d99d)",
+)
+
+
+# -- Video-Holmes ---------------------------------------------------------------------------------------
+
+_ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
+HOLMES_LETTERS = "ABCDEF"
+
+
+def video_holmes_letter(response: str) -> str | None:
+    """The last `<answer>` part (else the whole response, thinking included); the first letter A-F, in alphabetical
+    order, written "X ", "X:" or "[X" in it; else the first letter A-F, alphabetically, anywhere in it; else None."""
+    tagged = _ANSWER_TAG.findall(response)
+    choice = tagged[-1].strip() if tagged else response
+    for forms in (("{} ", "{}:", "[{}"), ("{}",)):
+        for letter in HOLMES_LETTERS:
+            if any(form.format(letter) in choice for form in forms):
+                return letter
+    return None
+
+
+def video_holmes_item(row: Row) -> float:
+    """Right when the letter read is the answer; none (a failed generation too) is wrong and counted."""
+    return float(video_holmes_letter(row.get("response") or "") == row["answer"])
+
+
+VIDEO_HOLMES = Official(
+    "accuracy over all items, by question type; the first letter A-F (alphabetically) written \"X \", \"X:\" or"
+    " \"[X\" in the last <answer>, else anywhere",
+    agg.accuracy("category"), video_holmes_item,
+    source="TencentARC/Video-Holmes evaluate.py (commit ac9e119)",
+)
+
+
+# -- MLVU ------------------------------------------------------------------------------------------
+
+
+def mlvu_item(row: Row) -> float:
+    """The response (stripped), cut before its first ")", must be the answer letter itself: "A" and "A) a cat" read
+    A; "A.", "(A)", "The answer is A" and "a" do not (the official prompt ends in "Best option:(")."""
+    text = visible(row)
+    if ")" in text:
+        text = text[: text.index(")")]
+    return 1.0 if text == str(row["answer"]) else 0.0
+
+
+MLVU = Official(
+    "M-Avg: mean of the per-task-type accuracies, each answer right only when it is the letter (before a \")\")",
+    agg.macro("task", name="M-Avg"), mlvu_item,
+    source="JUNJIE99/MLVU videochat2/choice_bench.py (commit 0b16f40: check_ans, Avg over task types)",
+)
+
+
+# -- lmms-eval 0.7.3's multiple-choice reader (the reference scorer of the lmms-eval team's own benchmarks) ---------
+
+LMMS_PHRASES = ("the answer is", "answer is", "the correct answer is", "correct answer is", "the best answer is",
+                "best answer is", "the correct option is", "correct option is", "the best option is", "best option is",
+                "the choice is", "choice is", "the correct choice is", "correct choice is", "i choose", "i select",
+                "i pick", "my answer is", "my choice is", "옵션", "정답은", "답은", "답:", "答案是", "答案为", "选", "答えは")
+# a letter's forms, each with its rank (a higher rank wins; within a rank, the later position)
+_LMMS_FORMS = (("({})", 6), ("{}.", 5), ("{}:", 4), ("{})", 3), ("{} ", 2))
+
+
+def lmms_choice(response: str, choices: Sequence[str]) -> str:
+    """The letter lmms-eval's `extract_mcq_answer` reads ("" for none): the text stripped of spaces, then of each of
+    , . ! ? ; : ' " in turn, padded with a space; candidates are a letter standing alone at the start (rank 10) or
+    the end (9), after the first answer phrase (7: its first occurrence after it), as "(A)" (6), "A." (5), "A:" (4),
+    "A)" (3) or "A " (2), each at its last occurrence; with none of these, any occurrence (0, the last). The highest
+    rank wins, then the later position, then the earlier choice."""
+    if not response or not response.strip():
+        return ""
+    text = response.strip()
+    for char in ",.!?;:'\"":
+        text = text.strip(char)
+    text = f" {text} "
+    found: list[tuple[int, int, int, str]] = []  # (rank, position, -choice index, letter)
+    for i, ch in enumerate(choices):
+        found += [(rank, text.rfind(form.format(ch)), -i, ch) for form, rank in _LMMS_FORMS if form.format(ch) in text]
+    lower = text.lower()
+    for phrase in LMMS_PHRASES:
+        at = lower.find(phrase)
+        if at != -1:
+            found += [(7, pos, -i, ch) for i, ch in enumerate(choices) if (pos := text.find(ch, at + len(phrase))) != -1]
+    bare = text.strip()
+    for i, ch in enumerate(choices):
+        if bare.startswith(ch) and (len(bare) == 1 or not bare[1].isalpha()):
+            found.append((10, 0, -i, ch))
+        if bare.endswith(ch) and (len(bare) == 1 or not bare[-2].isalpha()):
+            found.append((9, len(text) - 1, -i, ch))
+    if not found:
+        found = [(0, text.rfind(ch), -i, ch) for i, ch in enumerate(choices) if ch in text]
+    return max(found, key=lambda c: (c[0], c[1]))[3] if found else ""
+
+
+# -- Video-MMMU ------------------------------------------------------------------------------------
+
+
+def video_mmmu_item(row: Row) -> float:
+    """Multiple choice: the letter lmms-eval's reader finds among the question's letters (none: wrong); numeric
+    answers keep evr1's reading (the MMMU open-answer parser is not reproduced)."""
+    if row.get("problem_type") != "multiple_choice":
+        return float(row["score"])
+    letters = [chr(ord("A") + i) for i in range(len(row.get("options") or []))] or list("ABCDEFGHIJKLMN")
+    return 1.0 if lmms_choice(visible(row), letters) == row["answer"] else 0.0
+
+
+VIDEO_MMMU = Official(
+    "Overall: mean of the Perception, Comprehension and Adaptation accuracies (every item counted; multiple choice read"
+    " as lmms-eval reads it)",
+    agg.macro("track", name="overall"), video_mmmu_item,
+    source="EvolvingLMMs-Lab/VideoMMMU README leaderboard (Overall = mean of the three tracks); lmms-eval 0.7.3"
+           " tasks/videommmu/utils.py (its reader: _task_utils/mcq_extract.py)",
+)

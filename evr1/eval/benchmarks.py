@@ -231,7 +231,7 @@ _ALL = [
     Benchmark("videomme_v2", "Video-MME-v2", "videomme_v2", ("videomme_v2.json", "videomme_v2.jsonl"), "videos", MC,
               "grouped non-linear score (relevance: quadratic, logic: chain) + accuracy",
               agg.grouped_nonlinear(), official.videomme_v2, lmms_task="videomme_v2",
-              meta_fields=("group_id", "group_type"), meta_check=videomme_v2_check),
+              meta_fields=("group_id", "group_type"), meta_check=videomme_v2_check, official=choice.VIDEOMME_V2),
     Benchmark("mvbench", "MVBench", "mvbench", ("json",), "video", MC,
               "mean of the 20 per-task accuracies (every item counted)", agg.macro("task", name="task_mean"),
               official.mvbench, lmms_task="mvbench", meta_fields=("task",), easyvideor1=mvbench_easyvideor1,

@@ -6,11 +6,13 @@ Each reader is written from the benchmark's published scorer, named in its `Offi
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evr1.eval import aggregate as agg
+from evr1.eval.aggregate import Aggregate
 from evr1.eval.official_rules import visible
 from evr1.eval.protocols import Official
 
@@ -245,4 +247,69 @@ VIDEO_MMMU = Official(
     agg.macro("track", name="overall"), video_mmmu_item,
     source="EvolvingLMMs-Lab/VideoMMMU README leaderboard (Overall = mean of the three tracks); lmms-eval 0.7.3"
            " tasks/videommmu/utils.py (its reader: _task_utils/mcq_extract.py)",
+)
+
+
+# -- Video-MME-v2 ----------------------------------------------------------------------------------
+
+VIDEOMME_V2_PREFIXES = ("Final Answer:", "The best answer is", "The correct answer is", "The answer is", "The answer",
+                        "The best option is", "The correct option is", "Best answer:", "Best option:", "Answer:",
+                        "Option:")
+
+
+def videomme_v2_item(row: Row) -> dict[str, Any]:
+    """The first capital A-H after the prefixes: mark 1 right, 0 wrong, -1 none read (`components.mark`); `score`
+    is 1 for right (the simple accuracy counts marked items only)."""
+    letter = first_capital(visible(row), VIDEOMME_V2_PREFIXES, "ABCDEFGH")
+    mark = -1 if letter is None else int(letter == row["answer"])
+    return {"score": float(mark == 1), "components": {"mark": mark}}
+
+
+def _v2_group(marks: Sequence[int], kind: str, structure: Any) -> float:
+    """A group's official score (0-1) from its marks in question order, -1 as the official script counts it: it
+    lowers a relevance group's count (a count below 0 scores 0) and, being true, continues a logic chain."""
+    if kind == "relevance":
+        count = sum(marks)
+        return agg.RELEVANCE[count] if 0 <= count <= 4 else 0.0
+    shape = agg.as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)
+    chain = 0
+    while chain < len(marks) and marks[chain]:
+        chain += 1
+    if shape == (1, (2, 3), 4) and chain == 1 and len(marks) > 2 and marks[2]:
+        chain = 2
+    if shape == ((1, 2), 3, 4) and chain == 0 and len(marks) > 1 and marks[1]:
+        chain = 1
+    return agg.LOGIC[shape][min(chain, 4)]
+
+
+def videomme_v2_groups(rows: Sequence[Row]) -> Aggregate:
+    """The grouped non-linear score with the official -1 for an unread answer; group tables labelled by each group's
+    last question; `accuracy` over the items with an answer read; `relevance_linear_score` = count x 25."""
+    scored = []
+    for members in agg.groups(rows, "group_id").values():
+        ordered = sorted(members, key=agg.question_order)
+        marks = [int((r.get("components") or {}).get("mark", -1)) for r in ordered]
+        meta = ordered[-1].get("meta") or {}
+        group = {"score": _v2_group(marks, meta.get("group_type"), meta.get("group_structure")), "meta": meta,
+                 "linear": sum(marks) / 4}
+        scored.append(group)
+    pct = (lambda xs: 100.0 * sum(xs) / len(xs) if xs else 0.0)
+    metrics = {"group_score": pct([g["score"] for g in scored])}
+    read = [r for r in rows if (r.get("components") or {}).get("mark", -1) >= 0]
+    metrics["accuracy"] = pct([r["score"] for r in read])
+    for kind in ("relevance", "logic"):
+        chosen = [g for g in scored if agg.meta_value(g, "group_type") == kind]
+        if chosen:
+            metrics[f"{kind}_score"] = pct([g["score"] for g in chosen])
+        if chosen and kind == "relevance":
+            metrics["relevance_linear_score"] = pct([g["linear"] for g in chosen])
+    tables = {k: agg.breakdown(scored, k) for k in agg.GROUP_KEYS if any(k in g["meta"] for g in scored)}
+    return Aggregate(metrics["group_score"], metrics, tables)
+
+
+VIDEOMME_V2 = Official(
+    "grouped non-linear score (relevance: quadratic in the right count, logic: chain), an unread answer marked -1 as"
+    " the official script marks it; accuracy over the answers read",
+    videomme_v2_groups, videomme_v2_item,
+    source="MME-Benchmarks/Video-MME-v2 evaluation/test_video_mme_v2.py (commit 013b6c9)",
 )

@@ -170,6 +170,33 @@ def test_video_holmes_counts_failures() -> None:
     assert official["breakdowns"]["category"]["SR"] == {"score": 50.0, "n": 2}
 
 
+# -- Video-MME-v2: the official -1 for an unread answer -----------------------------------------------------------
+
+
+def _v2(group: str, kind: str, answers: str, responses: list[str | None], structure: str | None = None) -> list[dict]:
+    meta = {"group_id": group, "group_type": kind, "level": 2, **({"group_structure": structure} if structure else {})}
+    return [{**row(a, r, float(r is not None and r.endswith(a)), **meta, question_id=f"{group}-{i}")}
+            for i, (a, r) in enumerate(zip(answers, responses), start=1)]
+
+
+def test_videomme_v2_unread_answer_lowers_relevance_and_passes_a_logic_chain() -> None:
+    rows = [*_v2("g1", "relevance", "ABCC", ["A", "Final Answer: B", "", "C"]),  # marks 1, 1, -1, 1: count 2
+            *_v2("g2", "logic", "ABCD", ["A", "none", "B", "D"], "[1, 2, 3, 4]")]  # marks 1, -1, 0, 1: chain 2
+    official, strict = both("videomme_v2", rows)
+    assert official["metrics"]["relevance_score"] == pytest.approx(100 * 4 / 16)  # count 2 (strict: 3 right, 9/16)
+    assert official["metrics"]["logic_score"] == pytest.approx(100 * 4 / 16)  # -1 continues the chain (strict: 1/16)
+    assert official["score"] == pytest.approx(25.0) and official["metrics"]["relevance_linear_score"] == 50.0
+    assert official["metrics"]["accuracy"] == pytest.approx(500 / 6)  # 5 of the 6 answers read
+    assert strict["score"] == pytest.approx(100 * (9 / 16 + 1 / 16) / 2)
+    assert official["breakdowns"]["level"] == {"2": {"score": 25.0, "n": 2}}
+
+
+def test_videomme_v2_reader() -> None:
+    assert choice.videomme_v2_item(row("H", "Final Answer: H."))["components"]["mark"] == 1
+    assert choice.videomme_v2_item(row("A", "Answer: the dog"))["components"]["mark"] == -1  # "Answer:" is a prefix
+    assert choice.videomme_v2_item(row("A", "Because"))["components"]["mark"] == 0  # reads B
+
+
 # -- MLVU: the letter itself, before a ")" ------------------------------------------------------------------------
 
 

@@ -313,3 +313,43 @@ VIDEOMME_V2 = Official(
     videomme_v2_groups, videomme_v2_item,
     source="MME-Benchmarks/Video-MME-v2 evaluation/test_video_mme_v2.py (commit 013b6c9)",
 )
+
+
+# -- OVO-Bench (offline) ---------------------------------------------------------------------------
+
+
+def ovobench_item(row: Row) -> float:
+    """Backward and real-time questions: right when the answer letter appears anywhere in the response; REC: all the
+    digits of the response, joined, equal the count ("3 or 4" reads 34); SSR and CRR: a bare "Y" / "N", else
+    "Yes" / "No" (capitalised) anywhere in the response. No response: 0."""
+    response = row.get("response")
+    if response is None:
+        return 0.0
+    kind, answer = row.get("problem_type"), row["answer"]
+    if kind == "numerical":
+        return float("".join(re.findall(r"\d+", response)) == str(int(float(answer))))
+    if kind == "boolean":
+        yes = str(answer).strip().lower() == "yes"
+        if response == ("Y" if yes else "N"):
+            return 1.0
+        return float(("Yes" if yes else "No") in response)
+    return float(str(answer) in response)
+
+
+def ovobench_tasks(rows: Sequence[Row]) -> Aggregate:
+    """Each task's accuracy; each category's mean of its tasks; the headline "Total Avg." is the mean over all the
+    tasks (as the official script prints it), `category_mean` the mean of the three category means."""
+    cats = {label: agg.breakdown(members, "task") for label, members in agg.groups(rows, "category").items()}
+    tasks = [s for per in cats.values() for s, _ in per.values()]
+    metrics = {label: sum(s for s, _ in per.values()) / len(per) for label, per in cats.items()}
+    total = sum(tasks) / len(tasks) if tasks else 0.0
+    metrics = {"Total Avg.": total, **metrics, "category_mean": sum(metrics.values()) / len(metrics) if metrics else 0.0}
+    return Aggregate(total, metrics, {k: agg.breakdown(rows, k) for k in ("category", "task")})
+
+
+OVOBENCH = Official(
+    "Total Avg.: mean over the tasks of their accuracies (letter anywhere in the response; REC digits; SSR/CRR"
+    " Yes/No), with each category's mean of its tasks",
+    ovobench_tasks, ovobench_item,
+    source="JoeLeelyf/OVO-Bench utils/OVOBenchScore.py (commit 19677d2, OVOBenchOfflineScore)",
+)

@@ -32,7 +32,8 @@ def _write(root: Path, files: dict[str, Any]) -> Path:
 
 def _score(root: Path, name: str, answers: dict[str, str]) -> dict[str, Any]:
     responder = ScriptedResponder(answers)
-    got = evaluate(EvalSpec(), responder, root / "run", benchmarks=[name], data_root=root)["benchmarks"][name]
+    # the strict headline: these tests compare importers (official rows vs EasyVideoR1's), under evr1's rules
+    got = evaluate(EvalSpec(protocol="strict"), responder, root / "run", benchmarks=[name], data_root=root)["benchmarks"][name]
     assert sorted(responder.asked) == sorted(answers)  # every record answered, none left to the default
     return got
 

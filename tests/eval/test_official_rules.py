@@ -197,6 +197,31 @@ def test_videomme_v2_reader() -> None:
     assert choice.videomme_v2_item(row("A", "Because"))["components"]["mark"] == 0  # reads B
 
 
+# -- OVO-Bench: substring readers, the mean over tasks ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("answer", "ptype", "response", "score"), [
+    ("B", "multiple_choice", "B", 1.0), ("B", "multiple_choice", "Because of the car", 1.0),  # "B" appears
+    ("B", "multiple_choice", "b", 0.0), ("B", "multiple_choice", None, 0.0),
+    (3, "numerical", "3", 1.0), (3, "numerical", "I count 3 times", 1.0), (3, "numerical", "3 or 4", 0.0),
+    (3, "numerical", "three", 0.0),
+    ("yes", "boolean", "Yes, it is", 1.0), ("yes", "boolean", "Y", 1.0), ("yes", "boolean", "yes", 0.0),
+    ("no", "boolean", "N", 1.0), ("no", "boolean", "No.", 1.0), ("no", "boolean", "Not yet", 1.0),  # "No" in "Not"
+])
+def test_ovobench_readers(answer: Any, ptype: str, response: str | None, score: float) -> None:
+    assert choice.ovobench_item(row(answer, response, ptype=ptype)) == score
+
+
+def test_ovobench_total_is_the_mean_over_tasks() -> None:
+    rows = [row("A", "A", 1, category="backward", task="EPM"), row("A", "B", 0, category="backward", task="ASI"),
+            row("A", "A", 1, category="realtime", task="STU"),
+            row(2, "2", 1, "numerical", category="forward", task="REC"), row(2, "5", 0, "numerical", category="forward", task="REC")]
+    official, strict = both("ovobench", rows)
+    assert official["score"] == pytest.approx((100 + 0 + 100 + 50) / 4)  # 62.5: over the 4 tasks
+    assert official["metrics"]["category_mean"] == pytest.approx((50 + 100 + 50) / 3)
+    assert strict["score"] == pytest.approx((50 + 100 + 50) / 3)  # evr1's: the mean of the categories
+
+
 # -- MLVU: the letter itself, before a ")" ------------------------------------------------------------------------
 
 

@@ -353,3 +353,40 @@ OVOBENCH = Official(
     ovobench_tasks, ovobench_item,
     source="JoeLeelyf/OVO-Bench utils/OVOBenchScore.py (commit 19677d2, OVOBenchOfflineScore)",
 )
+
+
+# -- TempCompass (rule matching, as its scripts run with --disable_llm) ---------------------------------------------
+
+
+def tempcompass_item(row: Row) -> float:
+    """multi-choice: the response equal to the answer line ("B. fast"), a bare letter A-D, or starting "X." / "X)"
+    with the right letter; yes_no: the response, lower case, starting "yes" / "no"; anything else is not matched
+    and scores 0 (the scripts' --disable_llm; their ChatGPT fallback is not reproduced). Other formats (caption
+    matching, captioning) keep evr1's reading."""
+    fmt, response = (row.get("meta") or {}).get("format"), row.get("response")
+    if fmt not in ("multi-choice", "yes_no"):
+        return float(row["score"])
+    if response is None:
+        return 0.0
+    text = response.replace("</s>", "")
+    if fmt == "yes_no":
+        said = next((w for w in ("yes", "no") if text.lower().startswith(w)), None)
+        return float(said is not None and said == str(row["answer"]).lower())
+    letter = str(row["answer"])
+    options = row.get("options") or []
+    index = ord(letter) - ord("A")
+    line = f"{letter}. {options[index]}" if 0 <= index < len(options) else None
+    if text == line or text in ("A", "B", "C", "D"):
+        return float(text == line or text == letter)
+    for mark in (".", ")"):
+        if any(text.startswith(f"{c}{mark}") for c in "ABCD"):
+            return float(text.split(mark)[0] == letter)
+    return 0.0
+
+
+TEMPCOMPASS = Official(
+    "accuracy over all items, by format and dimension; multi-choice and yes/no read by the official matching rules"
+    " (unmatched: 0, as with --disable_llm)",
+    agg.accuracy("format", "dimension"), tempcompass_item,
+    source="llyx97/TempCompass eval_multi-choice.py (commit 7bdcfa2), eval_yes_no.py (commit 75361fd)",
+)

@@ -243,7 +243,7 @@ _ALL = [
               official=choice.TEMPCOMPASS),
     Benchmark("motionbench", "MotionBench", "motionbench", ("motionbench.json", "motionbench.jsonl"), "videos", MC,
               "accuracy, by category", agg.accuracy("category"), official.motionbench, lmms_task="motionbench",
-              easyvideor1=renamed(category="original_question_type")),
+              easyvideor1=renamed(category="original_question_type"), official=choice.MOTIONBENCH),
     Benchmark("lvbench", "LVBench", "lvbench", ("lvbench.json", "lvbench.jsonl"), "videos", MC,
               "accuracy, by question type", agg.accuracy("category"), official.lvbench, lmms_task="lvbench",
               official=choice.LVBENCH),

@@ -138,6 +138,31 @@ LVBENCH = Official(
 )
 
 
+# -- MotionBench: LVBench's polish, every question counted ------------------------------------------------------
+
+
+def motionbench_item(row: Row) -> float:
+    """The polished letter (`lvbench_letter`) is the answer; no response reads "" (wrong, counted)."""
+    return float(lvbench_letter(visible(row)) == row["answer"])
+
+
+def motionbench_acc(rows: Sequence[Row]) -> Aggregate:
+    """`acc` over every question (the headline the official leaderboard takes), `answered_acc` over the questions
+    with a response, accuracy by category."""
+    result = agg.accuracy("category", name="acc")(rows)
+    answered = [r for r in rows if r.get("response") is not None]
+    metrics = {**result.metrics, "answered_acc": agg.accuracy()(answered).score}
+    return Aggregate(result.score, metrics, result.breakdowns)
+
+
+MOTIONBENCH = Official(
+    "acc: right / all questions (the polished first character of the first word is the letter), answered_acc beside"
+    " it, by category",
+    motionbench_acc, motionbench_item,
+    source="THUDM/MotionBench motionbench/utils/answer_util.py, motionbench/metrics/compute_accuracy.py (commit 8c131ac)",
+)
+
+
 # -- Video-Holmes ---------------------------------------------------------------------------------------
 
 _ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)

@@ -148,6 +148,15 @@ def test_lvbench_types_count_a_question_under_each() -> None:
                                                   "reasoning": {"score": 50.0, "n": 2}}
 
 
+def test_motionbench_acc_over_all_and_answered() -> None:
+    rows = [row("A", "(A) walks", 1, category="MR"), row("B", "The answer is B", 1, category="MR"),  # reads "T"
+            row("C", None, 0, error="generation failed", category="CM")]
+    official, strict = both("motionbench", rows)
+    assert official["score"] == pytest.approx(100 / 3) and official["metrics"]["answered_acc"] == 50.0
+    assert official["breakdowns"]["category"]["CM"] == {"score": 0.0, "n": 1} and official["dropped"] == 0
+    assert strict["score"] == pytest.approx(200 / 3)
+
+
 # -- Video-Holmes: alphabetical letter search ---------------------------------------------------------------------
 
 

@@ -174,18 +174,19 @@ def stvg_item(row: Row) -> dict[str, Any]:
 
 
 def hcstvg(rows: Sequence[Row]) -> Aggregate:
-    """m_vIoU (headline), vIoU@0.3 and vIoU@0.5 (share of items with vIoU >= the threshold) and m_tIoU."""
+    """m_vIoU (headline), vIoU@0.3 and vIoU@0.5 (share of items with vIoU above the threshold) and m_tIoU."""
     viou = [float(r["score"]) for r in rows]
     tiou = [float((r.get("components") or {}).get("tiou", 0.0)) for r in rows]
     pct = (lambda xs: 100.0 * sum(xs) / len(xs) if xs else 0.0)
-    metrics = {"m_vIoU": pct(viou), "vIoU@0.3": pct([v >= 0.3 for v in viou]), "vIoU@0.5": pct([v >= 0.5 for v in viou]),
+    metrics = {"m_vIoU": pct(viou), "vIoU@0.3": pct([v > 0.3 for v in viou]), "vIoU@0.5": pct([v > 0.5 for v in viou]),
                "m_tIoU": pct(tiou)}
     return Aggregate(metrics["m_vIoU"], metrics)
 
 
 STVG = Official(
     "m_vIoU, with vIoU@0.3, vIoU@0.5 and the frame-based m_tIoU (HC-STVG's metrics, frames at 1 fps)",
-    hcstvg, stvg_item, source="HC-STVG (tzhhhh123/HC-STVG) metric definitions: vIoU over the union of frames",
+    hcstvg, stvg_item, source="HC-STVG (tzhhhh123/HC-STVG) metrics as the STVG evaluators compute them (TubeDETR-style"
+                              " hcstvg_eval: vIoU over the union of frames, viou > thresh)",
 )
 
 

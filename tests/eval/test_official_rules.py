@@ -427,6 +427,9 @@ def test_stvg_viou_by_hand() -> None:
     assert official["metrics"] == pytest.approx({"m_vIoU": 100 * 1.32 / 3, "vIoU@0.3": 200 / 3, "vIoU@0.5": 100 / 3,
                                                  "m_tIoU": 100 * 1.6 / 3})
     assert official["score"] == official["metrics"]["m_vIoU"]
+    half = json.dumps({"time": [0, 3], "boxes": {"0": BOX, "1": BOX}})  # 2 of 4 frames: vIoU exactly 0.5
+    at_half = block(BENCHMARKS.get("stvg"), [row(TUBE, half, ptype="spatial_temporal_grounding")], "official")
+    assert at_half["metrics"]["m_vIoU"] == 50.0 and at_half["metrics"]["vIoU@0.5"] == 0.0  # above, not at, 0.5
 
 
 # -- VCR-Bench: intervals at IoU > 0.7, boxes at IoU > 0.5, duration table -------------------------------------------

@@ -9,8 +9,9 @@
   does; without an `Official` at all, its official block is the strict one (docs/benchmarks.md says which).
 
 A block, as `results.json` holds it under `protocols`: the headline `score`, `metric` (what the headline is),
-`metrics`, `breakdowns` (`{key: {label: {score, n}}}`), `n` (items counted), `failed`, `unparsed` (among the
-items counted) and `dropped` (items the protocol leaves out of its denominators).
+`metrics`, `breakdowns` (`{key: {label: {score, n}}}`), `n` (items counted), `failed` and `unparsed` (among the
+items counted; unparsed: evr1's reader found no answer of the problem type's form) and `dropped` (items the
+protocol leaves out of its denominators).
 """
 
 from __future__ import annotations

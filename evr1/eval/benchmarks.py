@@ -257,7 +257,7 @@ _ALL = [
               "accuracy, by question type", agg.accuracy("category"), official.video_holmes, lmms_task="video_holmes",
               official=choice.VIDEO_HOLMES),
     Benchmark("minerva", "MINERVA", "minerva", ("minerva.json",), "videos", MC, "accuracy, by question type",
-              agg.accuracy("category"), official.minerva, lmms_task="minerva"),
+              agg.accuracy("category"), official.minerva, lmms_task="minerva", official=choice.MINERVA),
     Benchmark("vcrbench", "VCR-Bench", "vcrbench", ("vcrbench.json",), "videos", (PT.MULTIPLE_CHOICE, PT.OPEN_ENDED),
               "accuracy over all items (open-ended judged correct or incorrect), by question kind and dimension",
               agg.accuracy("question_kind", "category"), official.vcrbench, routes=JUDGE, easyvideor1=vcrbench_easyvideor1,

@@ -93,7 +93,10 @@ LONGVIDEOBENCH_PREFIXES = ("The best answer is", "The correct answer is", "The a
 
 def longvideobench_item(row: Row) -> float:
     """The first capital A-E after the prefixes; with none, the official scorer answers a random option: its expected
-    score, 1 / the number of options, stands for that draw (a random draw cannot be reproduced)."""
+    score, 1 / the number of options, stands for that draw (a random draw cannot be reproduced). A failed generation
+    (no response at all) scores 0."""
+    if row.get("response") is None:
+        return 0.0
     letter = first_capital(visible(row), LONGVIDEOBENCH_PREFIXES, "ABCDE")
     if letter is None:
         return 1.0 / max(1, len(row.get("options") or []) or 5)
@@ -160,6 +163,43 @@ MOTIONBENCH = Official(
     " it, by category",
     motionbench_acc, motionbench_item,
     source="THUDM/MotionBench motionbench/utils/answer_util.py, motionbench/metrics/compute_accuracy.py (commit 8c131ac)",
+)
+
+
+# -- MINERVA (lmms-eval's task: no scorer of the authors was found) -----------------------------------------------
+
+_MINERVA_EXPLICIT = re.compile(r"(?:answer|option)\s*(?:is|:)\s*([ABCDE])", re.IGNORECASE)
+MINERVA_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "Answer:", "Option:",
+                    "Therefore, the final answer is:")
+
+
+def minerva_letter(text: str) -> str:
+    """The last "answer is X" / "option: X" (any case), else the last capital A-E once the prefixes are removed;
+    "" for none."""
+    text = text.strip()
+    explicit = _MINERVA_EXPLICIT.findall(text)
+    if explicit:
+        return explicit[-1].upper()
+    for prefix in MINERVA_PREFIXES:
+        text = text.replace(prefix, "")
+    found = re.findall("[ABCDE]", text)
+    return found[-1] if found else ""
+
+
+def minerva_item(row: Row) -> float:
+    """Right when the letter read is the answer; with none, lmms-eval draws one of A-E: its expected score, 1/5. A
+    failed generation (no response at all) scores 0."""
+    if row.get("response") is None:
+        return 0.0
+    letter = minerva_letter(visible(row))
+    return 0.2 if letter == "" else float(letter == row["answer"])
+
+
+MINERVA = Official(
+    "accuracy over all items, by question type; the last explicit \"answer is X\", else the last capital A-E; none"
+    " scores the expected value of lmms-eval's random letter (1/5)",
+    agg.accuracy("category"), minerva_item,
+    source="lmms-eval 0.7.3 tasks/minerva/utils.py (no scorer of the MINERVA authors was found)",
 )
 
 

@@ -119,7 +119,8 @@ def test_videomathqa_counts_unread_answers_and_mbin_needs_every_pair() -> None:
 
 @pytest.mark.parametrize(("response", "options", "score"), [
     ("B", 4, 1.0), ("The answer is B.", 4, 1.0), ("D. A book", 4, 0.0),  # the first capital: D
-    ("none", 4, 0.25), ("", 5, 0.2), (None, 4, 0.25),  # no letter: the random guess's expected score
+    ("none", 4, 0.25), ("", 5, 0.2),  # no letter: the random guess's expected score
+    (None, 4, 0.0),  # a failed generation: no response to guess for
 ])
 def test_longvideobench_reader_and_its_random_guess(response: str | None, options: int, score: float) -> None:
     got = choice.longvideobench_item({**row("B", response), "options": [str(i) for i in range(options)]})
@@ -155,6 +156,23 @@ def test_motionbench_acc_over_all_and_answered() -> None:
     assert official["score"] == pytest.approx(100 / 3) and official["metrics"]["answered_acc"] == 50.0
     assert official["breakdowns"]["category"]["CM"] == {"score": 0.0, "n": 1} and official["dropped"] == 0
     assert strict["score"] == pytest.approx(200 / 3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(_PIECES, max_size=12).map("".join))
+def test_minerva_letter_equals_lmms_evals_reader(text: str) -> None:
+    from lmms_eval.tasks.minerva import utils as reference
+
+    assert choice.minerva_letter(text) == reference._extract_choice_letter(text)
+
+
+@pytest.mark.parametrize(("response", "score"), [
+    ("B", 1.0), ("the answer is b", 1.0), ("A, no: B", 1.0), ("B, not A", 0.0),  # the last capital
+    ("none", 0.2), ("", 0.2),  # lmms-eval's random letter: its expected score
+    (None, 0.0),  # a failed generation
+])
+def test_minerva_item(response: str | None, score: float) -> None:
+    assert choice.minerva_item(row("B", response)) == pytest.approx(score)
 
 
 # -- Video-Holmes: alphabetical letter search ---------------------------------------------------------------------

@@ -123,10 +123,8 @@ VSIBENCH = Official(
 
 
 def span_iou(pred: tuple[float, float] | None, truth: tuple[float, float]) -> float:
-    """IoU of a predicted span as given (no ordering fix, no clipping to the clip) with the reference span."""
-    if pred is None or pred[0] > pred[1]:
-        return 0.0
-    return interval_iou(pred, truth) if pred[1] > pred[0] else 0.0
+    """IoU of a predicted span as given (a reversed one swapped, none clipped to the clip) with the reference span."""
+    return 0.0 if pred is None else interval_iou((min(pred), max(pred)), truth)
 
 
 def charades_item(row: Row) -> float:
@@ -139,9 +137,9 @@ def charades_item(row: Row) -> float:
 
 
 CHARADES = Official(
-    "mIoU and R@IoU 0.3/0.5/0.7 of the predicted span as given (not clipped to the clip length)",
+    "mIoU and R@IoU 0.3/0.5/0.7 (IoU >= R) of the predicted span as given (not clipped to the clip length)",
     agg.grounding(), charades_item,
-    source="lmms-eval 0.7.3 temporal_grounding_charades (eval_tvg.py-style IoU of the parsed span)",
+    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (IoU of the first parsed span, swapped when reversed)",
 )
 
 

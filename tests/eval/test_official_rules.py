@@ -413,12 +413,21 @@ def test_video_mmmu_reads_letters_beyond_d_and_keeps_numeric_scores() -> None:
 @pytest.mark.parametrize(("response", "iou"), [
     ("[4, 10]", 0.25),  # past the clip's end: not trimmed (2 / 8)
     ("[-2, 4]", 0.25),  # before 0: not trimmed (2 / 8)
-    ("[6, 4]", 0.0),  # reversed: no span
+    ("[6, 4]", 0.5),  # reversed: swapped (2 / 4)
     ("From 2 to 6 seconds.", 1.0), ("", 0.0), (None, 0.0), ("somewhere", 0.0),
     ("[2, 2]", 0.0),  # a point
 ])
 def test_charades_iou_of_the_span_as_given(response: str | None, iou: float) -> None:
     assert rules.charades_item(row({"time": [2.0, 6.0]}, response, ptype="temporal_grounding")) == pytest.approx(iou)
+
+
+@settings(max_examples=80, deadline=None)
+@given(a=st.floats(-50, 50), b=st.floats(-50, 50), c=st.floats(0, 40), d=st.floats(0.1, 20))
+def test_span_iou_equals_lmms_evals_charades_iou(a: float, b: float, c: float, d: float) -> None:
+    from lmms_eval.tasks.charades_sta import utils as reference
+
+    pred = [a, b] if b > a else [b, a]  # the order its extract_time gives
+    assert rules.span_iou((a, b), (c, c + d)) == pytest.approx(reference.iou((c, c + d), pred), abs=1e-12)
 
 
 def test_charades_official_table() -> None:

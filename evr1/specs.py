@@ -628,6 +628,8 @@ class EvalSpec(Spec):
     answer, "reason" for `<think>` then `<answer>`. Media are read from `cache` when it has a path
     (else decoded live) by `media_workers` threads, `prefetch` samples ahead of generation.
     Open-ended benchmarks call the LLM `judge`. `limit` keeps the first N items per benchmark.
+    Both protocols are scored on every evaluation (`evr1.eval.protocols`); `protocol` is the headline:
+    "official" (the benchmark authors' scorer) or "strict" (evr1's rules).
     """
 
     benchmarks: tuple[RegistryName("benchmarks"), ...] = ()
@@ -643,3 +645,4 @@ class EvalSpec(Spec):
     prefetch: PositiveInt = 8
     limit: PositiveInt | None = None
     judge: JudgeSpec = Field(default_factory=JudgeSpec)
+    protocol: Literal["official", "strict"] = "official"

@@ -71,6 +71,7 @@ def run(
     batch_size: Annotated[Optional[int], typer.Option(help="Samples generated together.")] = None,
     judge_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint of the LLM judge (open-ended answers).")] = None,
     judge_model: Annotated[Optional[str], typer.Option(help="Model name of the LLM judge.")] = None,
+    protocol: Annotated[str | None, typer.Option(help="Headline protocol: official (the benchmark authors' scorer; default) or strict (evr1's rules). Both are always computed.")] = None,
     engine: Annotated[str, typer.Option(help="Rollout engine.")] = "hf",
     device: Annotated[str, typer.Option(help="Device of the HF engine.")] = "cpu",
 ) -> None:
@@ -98,7 +99,7 @@ def run(
     spec = with_options(spec, video={"fps": fps, "max_frames": max_frames, "min_pixels": min_pixels, "max_pixels": max_pixels},
                         image={"min_pixels": image_min_pixels, "max_pixels": image_max_pixels},
                         judge={"base_url": judge_url, "model": judge_model}, limit=limit, prompt_mode=prompt_mode,
-                        max_response_tokens=max_tokens, batch_size=batch_size)
+                        max_response_tokens=max_tokens, batch_size=batch_size, protocol=protocol)
     root = data_root or spec.data_root
     names = _names(benchmarks) or None
     if responses is not None:
@@ -107,22 +108,31 @@ def run(
         responder = engine_responder(model, spec, engine=engine, device=device, data_root=root)  # type: ignore[arg-type]
         results = evaluate(spec, responder, out, benchmarks=names, data_root=root)
     for name, r in results["benchmarks"].items():
-        console.print(f"{name}: {r['score']:.2f} ({r['metric']}; n={r['n']}, failed={r['failed']}, unparsed={r['unparsed']})",
-                      markup=False)
+        console.print(headline_line(name, r), markup=False)
         for error in r["errors"][:3]:
             console.print(f"  failed: {error}", markup=False)
     console.print(f"results: {Path(out) / 'results.md'}", markup=False)
+
+
+def headline_line(name: str, result: dict[str, Any]) -> str:
+    """One benchmark's headline (its protocol's), with the other protocol's score beside it."""
+    head = result.get("protocol", "strict")
+    line = (f"{name}: {result['score']:.2f} {head} ({result['metric']}; n={result['n']}, failed={result['failed']},"
+            f" unparsed={result['unparsed']}, dropped={result.get('dropped', 0)})")
+    others = [f"{p} {b['score']:.2f} (n={b['n']})" for p, b in result.get("protocols", {}).items() if p != head]
+    return line + "".join(f"; {o}" for o in others)
 
 
 @app.command()
 def compare(
     run_a: Annotated[Path, typer.Argument(help="First run directory (or its results.json).")],
     run_b: Annotated[Path, typer.Argument(help="Second run directory (or its results.json).")],
+    protocol: Annotated[str, typer.Option(help="The protocol compared: official or strict (a run scored before protocols holds strict numbers only).")] = "official",
 ) -> None:
-    """Print every metric of two runs side by side with deltas (B - A)."""
+    """Print every metric of two runs under one protocol side by side with deltas (B - A)."""
     from evr1.eval.report import compare_table, load_results
 
-    console.print(compare_table(load_results(run_a), load_results(run_b)))
+    console.print(compare_table(load_results(run_a), load_results(run_b), protocol, (str(run_a), str(run_b))))
 
 
 @app.command()

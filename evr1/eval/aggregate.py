@@ -66,12 +66,12 @@ def _breakdowns(rows: Sequence[Row], keys: Sequence[str]) -> dict[str, dict[str,
     return {key: breakdown(rows, key) for key in keys if any(key in (r.get("meta") or {}) for r in rows)}
 
 
-def accuracy(*keys: str) -> Aggregator:
-    """Mean score over all items, with breakdowns by the given meta keys."""
+def accuracy(*keys: str, name: str = "accuracy") -> Aggregator:
+    """Mean score over all items (metric `name`), with breakdowns by the given meta keys."""
 
     def aggregate(rows: Sequence[Row]) -> Aggregate:
         overall = _pct(r["score"] for r in rows)
-        return Aggregate(overall, {"accuracy": overall}, _breakdowns(rows, keys))
+        return Aggregate(overall, {name: overall}, _breakdowns(rows, keys))
 
     return aggregate
 
@@ -163,16 +163,16 @@ def videomath(*keys: str) -> Aggregator:
     return aggregate
 
 
-_RELEVANCE = (0.0, 1 / 16, 4 / 16, 9 / 16, 1.0)  # by number of right answers (of 4)
-_LOGIC = {  # group structure -> score by length of the right chain
+RELEVANCE = (0.0, 1 / 16, 4 / 16, 9 / 16, 1.0)  # by number of right answers (of 4)
+LOGIC = {  # group structure -> score by length of the right chain
     (1, 2, 3, 4): (0.0, 1 / 16, 4 / 16, 9 / 16, 1.0),
     (1, (2, 3), 4): (0.0, 1 / 12, 4 / 12, 7 / 12, 1.0),
     ((1, 2), 3, 4): (0.0, 1 / 10, 2 / 10, 5 / 10, 1.0),
 }
 
 
-def _as_tuple(value: Any) -> Any:
-    return tuple(_as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
+def as_tuple(value: Any) -> Any:
+    return tuple(as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 def logic_chain(right: Sequence[bool], structure: Any) -> int:
@@ -181,9 +181,9 @@ def logic_chain(right: Sequence[bool], structure: Any) -> int:
     Questions are answered in order; the chain stops at the first wrong one, except that of two
     parallel questions (a bracketed pair in the structure) one right is enough to go on.
     """
-    shape = _as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)
-    if shape not in _LOGIC:
-        raise ValueError(f"unknown Video-MME-v2 group structure {structure!r}; known: {list(_LOGIC)}")
+    shape = as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)
+    if shape not in LOGIC:
+        raise ValueError(f"unknown Video-MME-v2 group structure {structure!r}; known: {list(LOGIC)}")
     chain = 0
     while chain < len(right) and right[chain]:
         chain += 1
@@ -194,7 +194,7 @@ def logic_chain(right: Sequence[bool], structure: Any) -> int:
     return chain
 
 
-def _question_order(row: Row) -> tuple[int, str]:
+def question_order(row: Row) -> tuple[int, str]:
     """Video-MME-v2 question order in its group: the number after the last "-" of `question_id` ("001-3" -> 3)."""
     qid = str((row.get("meta") or {}).get("question_id", row.get("id")))
     suffix = qid.rsplit("-", 1)[-1]
@@ -203,14 +203,14 @@ def _question_order(row: Row) -> tuple[int, str]:
 
 def group_score(members: Sequence[Row]) -> float:
     """The non-linear score of one Video-MME-v2 question group (four questions about one video)."""
-    ordered = sorted(members, key=_question_order)
+    ordered = sorted(members, key=question_order)
     right = [r["score"] >= 1.0 for r in ordered]
     if meta_value(ordered[0], "group_type") == "logic":
         structure = (ordered[0].get("meta") or {}).get("group_structure")
-        return _LOGIC[_as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)][
+        return LOGIC[as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)][
             min(logic_chain(right, structure), 4)
         ]
-    return _RELEVANCE[min(sum(right), 4)]
+    return RELEVANCE[min(sum(right), 4)]
 
 
 GROUP_KEYS = ("group_type", "level", "second_head", "third_head")
@@ -228,7 +228,7 @@ def grouped_nonlinear(group_key: str = "group_id") -> Aggregator:
         by_group = groups(rows, group_key)
         scored = [
             {"score": group_score(members), "right": sum(r["score"] >= 1.0 for r in members) / 4,
-             "meta": (max(members, key=_question_order).get("meta") or {})}
+             "meta": (max(members, key=question_order).get("meta") or {})}
             for members in by_group.values()
         ]
         overall = _pct(g["score"] for g in scored)

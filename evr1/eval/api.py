@@ -22,6 +22,7 @@ from typing import Any
 from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error, known_list
 from evr1.eval.benchmark import Benchmark
+from evr1.eval.protocols import Protocol
 from evr1.eval.report import write_run
 from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder
 from evr1.eval.runner import RunOptions, evaluate_benchmark
@@ -174,13 +175,14 @@ def load_benchmarks(spec: EvalSpec, benchmarks: Sequence[str] | None = None,
 
 
 def run_loaded(loaded: Sequence[Loaded], responder: Responder, run_dir: str | Path, settings: Mapping[str, Any],
-               options: RunOptions) -> dict[str, Any]:
-    """Run (or resume) the `loaded` benchmarks, each under `settings` and its judge's, and write the run's reports."""
+               options: RunOptions, protocol: Protocol = "official") -> dict[str, Any]:
+    """Run (or resume) the `loaded` benchmarks, each under `settings` and its judge's, and write the run's reports
+    (both protocols; `protocol` the headline)."""
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     results = {}
     for b in loaded:
         results[b.bench.name] = evaluate_benchmark(b.bench, b.records, responder, run_dir, settings, b.router, options,
-                                                   b.notes, b.judge)
+                                                   b.notes, b.judge, protocol)
     return write_run(run_dir, results)
 
 
@@ -189,7 +191,7 @@ def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, bench
     """Evaluate (or resume) the benchmarks of `spec` (or `benchmarks`) and write the run's reports."""
     loaded = load_benchmarks(spec, benchmarks, data_root)
     options = RunOptions(spec.batch_size, spec.media_workers, spec.prefetch)
-    return run_loaded(loaded, responder, run_dir, run_settings(spec, responder), options)
+    return run_loaded(loaded, responder, run_dir, run_settings(spec, responder), options, spec.protocol)
 
 
 def read_responses(path: str | Path) -> dict[str, str | None]:
@@ -243,7 +245,7 @@ def evaluate_responses(spec: EvalSpec, responses: str | Path, run_dir: str | Pat
     path = Path(responses)
     settings = {"responses": {"path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}}
     options = RunOptions(spec.batch_size, spec.media_workers, spec.prefetch)
-    return run_loaded(loaded, ScriptedResponder(table, default=None), run_dir, settings, options)
+    return run_loaded(loaded, ScriptedResponder(table, default=None), run_dir, settings, options, spec.protocol)
 
 
 def responder_for_engine(engine: Any, processor: Any, spec: EvalSpec, model: str, data_root: str | Path) -> EngineResponder:

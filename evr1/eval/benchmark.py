@@ -28,6 +28,7 @@ from evr1.data.importers import import_one
 from evr1.data.records import Record, RecordError, iter_json_objects, record_files, validate_record
 from evr1.errors import Evr1Error
 from evr1.eval.aggregate import Aggregator
+from evr1.eval.protocols import Official
 from evr1.problem_types import ProblemType
 
 
@@ -154,6 +155,7 @@ class Benchmark:
     meta_check: MetaCheck = no_check  # meta some records need (raises FieldError)
     easyvideor1: Importer = as_imported  # EasyVideoR1 rows -> record dicts as the official importer gives them
     easyvideor1_types: tuple[str, ...] = ()  # the benchmark's own problem_type names in EasyVideoR1 rows
+    official: Official | None = None  # the official scorer reproduced (None: the official block is the strict one)
 
     @property
     def needs_judge(self) -> bool:

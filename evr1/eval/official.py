@@ -170,7 +170,18 @@ def mvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 
 
 def tempcompass(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    """Rows of `<format>.json` (multi-choice, yes_no, caption_matching, captioning)."""
+    """Rows of `<format>.json` (multi-choice, yes_no, caption_matching, captioning): lmms-eval's flat rows (`video_id`,
+    `dim`, `question`, `answer`), or the file as the authors release it (`questions/<format>.json` of
+    github.com/llyx97/TempCompass): one object `{video_id: {dimension: [question, ...]}}`, ids
+    `<format>/<video_id>/<dimension>_<n>`."""
+    if "video_id" not in row and row and all(isinstance(v, Mapping) for v in row.values()):
+        return [record for vid, dims in row.items() for dim, items in dims.items()
+                for i, item in enumerate(items if isinstance(items, list) else [items])
+                for record in _tempcompass_row({**item, "video_id": vid, "dim": dim, "id": f"{dim}_{i}"}, ctx)]
+    return _tempcompass_row(row, ctx)
+
+
+def _tempcompass_row(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     fmt, media = ctx.stem, [video(ctx, _mp4(row["video_id"]))]
     rid = f"{fmt}/{row['video_id']}/{row.get('id', ctx.item)}"
     meta = {"format": fmt, "dimension": row.get("dim")}
@@ -304,7 +315,8 @@ def videoreasonbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
         skill, level = VIDEOREASON_SKILLS[item["dim"]]
         rid = key if key.startswith(f"{demo}_") else f"{demo}_{key}"
         out.append(plain(rid, item["question"], "open_ended", item["answer"], [video(ctx, path)],
-                         category=skill, level=level, demo=demo))
+                         category=skill, level=level, demo=demo, num_operation=item.get("num_operation"),
+                         num_state=item.get("num_state")))
     return out
 
 

@@ -11,7 +11,7 @@ made under are kept beside them (`settings.json`, written whole or not at all): 
 others is refused, naming the settings that differ, and so is one beside a `settings.json` that
 cannot be read. A batch the responder fails on is retried one sample at a time; a sample that
 still fails is a failed row, and many failures in a row stop the run (the engine is broken). Failed and unparsed samples score 0 and stay in
-every denominator.
+every denominator of the `strict` protocol; the `official` one counts what the benchmark's official scorer counts.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from evr1.data.records import Record
 from evr1.errors import Evr1Error
 from evr1.eval.benchmark import Benchmark
+from evr1.eval.protocols import Protocol, blocks
 from evr1.eval.responders import Prepared, Responder
 from evr1.problem_types import ProblemType
 from evr1.rewards import RewardInput, RewardRouter, extract_answer
@@ -223,8 +224,8 @@ def sample_row(bench: Benchmark, record: Record, response: str | None, scored: S
     parsed = parsed_answer(record, response) if response is not None else None
     return {
         "id": record.id, "benchmark": bench.name, "problem_type": record.problem_type.value, "response": response,
-        "parsed": parsed, "answer": record.answer, "score": score, "components": components, "error": error,
-        "meta": record.meta,
+        "parsed": parsed, "answer": record.answer, "options": record.options, "score": score, "components": components,
+        "error": error, "meta": record.meta,
     }
 
 
@@ -315,27 +316,26 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
 
 
 def missing_row(bench: Benchmark, record: Record, sid: str) -> dict[str, Any]:
-    return {"id": record.id, "benchmark": bench.name, "score": 0.0, "components": {}, "error": "no sample",
-            "meta": record.meta, "settings_id": sid, "response": None, "parsed": None}
+    return {"id": record.id, "benchmark": bench.name, "problem_type": record.problem_type.value, "score": 0.0,
+            "components": {}, "error": "no sample", "meta": record.meta, "settings_id": sid, "response": None,
+            "parsed": None, "answer": record.answer, "options": record.options}
 
 
 def summarize(bench: Benchmark, records: Sequence[Record], rows: Mapping[str, Mapping[str, Any]],
-              settings: Mapping[str, Any], notes: Sequence[str] = ()) -> dict[str, Any]:
-    """The results of one benchmark: headline score, metrics, breakdowns, failure counts, settings, load notes.
+              settings: Mapping[str, Any], notes: Sequence[str] = (), protocol: Protocol = "official") -> dict[str, Any]:
+    """The results of one benchmark: both protocols' blocks (`protocols`), the headline `protocol`'s block at the top
+    level (its `score`, `metric`, `metrics`, `breakdowns`, counts), the first errors, settings and load notes.
 
     `failed`: samples with no answer scored (preparation, generation or scoring failed, or no response given);
     `unparsed`: samples answered without an answer of the problem type's form (`parsed_answer` is None).
-    Both score 0 and count in `n`."""
+    Under `strict` both score 0 and count in `n`; `official` counts what the official scorer counts (`dropped`:
+    the items it leaves out)."""
     sid = settings_id(settings)
     ordered = [rows.get(r.id) or missing_row(bench, r, sid) for r in records]
-    result = bench.aggregate(ordered)
+    both = blocks(bench, ordered)
     failed = [r for r in ordered if r.get("error")]
     return {
-        "benchmark": bench.name, "title": bench.title, "metric": bench.metric, "score": result.score,
-        "metrics": result.metrics,
-        "breakdowns": {k: {label: {"score": s, "n": n} for label, (s, n) in v.items()} for k, v in result.breakdowns.items()},
-        "n": len(ordered), "failed": len(failed),
-        "unparsed": sum(1 for r in ordered if not r.get("error") and r.get("parsed") is None),
+        "benchmark": bench.name, "title": bench.title, "protocol": protocol, **both[protocol], "protocols": both,
         "errors": [f"{r['id']}: {r['error']}" for r in failed[:10]],
         "notes": list(notes),
         "settings": dict(settings),
@@ -344,11 +344,13 @@ def summarize(bench: Benchmark, records: Sequence[Record], rows: Mapping[str, Ma
 
 def evaluate_benchmark(bench: Benchmark, records: Sequence[Record], responder: Responder, run_dir: str | Path,
                        settings: Mapping[str, Any], router: RewardRouter, options: RunOptions = RunOptions(),
-                       notes: Sequence[str] = (), judge: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                       notes: Sequence[str] = (), judge: Mapping[str, Any] | None = None,
+                       protocol: Protocol = "official") -> dict[str, Any]:
     """Run (or resume) one benchmark in `run_dir/<name>/` and write its `results.json` (with the `notes` of its loading).
 
     `settings` make the responses (a resume under others is refused); `judge` scores them (a resume under
-    another judge scores the stored responses again). Both are reported."""
+    another judge scores the stored responses again). Both are reported. `protocol` is the headline (both
+    protocols are computed: `evr1.eval.protocols`)."""
     folder = Path(run_dir) / bench.name
     settings = {**settings, "benchmark": bench.name}
     scorer = settings_id(judge) if judge else None
@@ -356,6 +358,6 @@ def evaluate_benchmark(bench: Benchmark, records: Sequence[Record], responder: R
     rows = run_samples(bench, records, responder, folder / "samples.jsonl", settings_id(settings), router, options, scorer)
     if not (folder / SETTINGS_FILE).is_file():  # samples of unrecorded settings were resumed: all are under these now
         record_settings(folder, settings)
-    result = summarize(bench, records, rows, {**settings, "judge": judge} if judge else settings, notes)
+    result = summarize(bench, records, rows, {**settings, "judge": judge} if judge else settings, notes, protocol)
     write_atomic(folder / "results.json", json.dumps(result, indent=2, default=str))
     return result

@@ -133,10 +133,12 @@ def test_ovobench_easyvideor1_rows_keep_the_nested_macro(tmp_path: Path) -> None
     _write(tmp_path, "ovobench", "ovo_bench_new.json", rows)
     answers = {"ovobench/ovo_bench_new/ovo_0": "A", "ovobench/ovo_bench_new/ovo_1": "B",
                "ovobench/ovo_bench_new/ovo_2": "B", "ovobench/ovo_bench_new/ovo_3": "A"}
-    got = evaluate(EvalSpec(), ScriptedResponder(answers), tmp_path / "run", benchmarks=["ovobench"],
+    got = evaluate(EvalSpec(protocol="strict"), ScriptedResponder(answers), tmp_path / "run", benchmarks=["ovobench"],
                    data_root=tmp_path)["benchmarks"]["ovobench"]
     assert got["score"] == pytest.approx(75.0)
     assert got["metrics"]["backward"] == pytest.approx(50.0) and got["metrics"]["realtime"] == pytest.approx(100.0)
+    official = got["protocols"]["official"]  # OVOBenchScore.py's Total Avg.: the mean over the tasks, (100 + 0 + 100) / 3
+    assert official["score"] == pytest.approx(200 / 3) and official["metrics"]["backward"] == pytest.approx(50.0)
 
 
 def test_mmvu_and_motionbench_renames(tmp_path: Path) -> None:

@@ -97,9 +97,16 @@ def test_ovobench_scores_by_the_official_nesting(ovo_root: Path, tmp_path: Path)
     # EPM right -> backward 100. Forward: CRR 1/2, SSR 2/2, REC 0/2 -> (50 + 100 + 0) / 3 = 50. Overall (100 + 50) / 2.
     responses = {"ovobench/0": "C", "ovobench/1468/0": "no", "ovobench/1468/1": "no", "ovobench/1516/0": "Yes",
                  "ovobench/1516/1": "no", "ovobench/1558/0": "2", "ovobench/1558/1": ""}
-    result = evaluate(EvalSpec(), ScriptedResponder(responses), tmp_path / "run", benchmarks=["ovobench"], data_root=ovo_root)
+    result = evaluate(EvalSpec(protocol="strict"), ScriptedResponder(responses), tmp_path / "run", benchmarks=["ovobench"],
+                      data_root=ovo_root)
     got = result["benchmarks"]["ovobench"]
     assert got["score"] == pytest.approx(75.0)
+    # official (OVOBenchScore.py): "no" is not "No" (CRR 0/2, SSR 1/2); the total is the mean over the 4 tasks
+    official = got["protocols"]["official"]
+    assert {k: v["score"] for k, v in official["breakdowns"]["task"].items()} == pytest.approx(
+        {"EPM": 100.0, "CRR": 0.0, "SSR": 50.0, "REC": 0.0})
+    assert official["score"] == pytest.approx(37.5) and official["metrics"]["category_mean"] == pytest.approx(
+        (100 + 50 / 3) / 2)
     assert got["metrics"]["backward"] == pytest.approx(100.0) and got["metrics"]["forward"] == pytest.approx(50.0)
     assert {k: v["score"] for k, v in got["breakdowns"]["task"].items()} == pytest.approx(
         {"EPM": 100.0, "CRR": 50.0, "SSR": 100.0, "REC": 0.0})

@@ -72,11 +72,13 @@ def test_media_error_fixed_later_is_generated_again(bench_root: Path, tmp_path: 
 def test_one_failing_sample_fails_alone_and_is_retried(bench_root: Path, tmp_path: Path) -> None:
     answers = {"videomme/001-1": "A", "videomme/001-2": "B", "videomme/002-1": "B"}  # right, wrong, right
     oom = FailsOn(answers, bad={"videomme/001-2"})
-    spec = EvalSpec(batch_size=3)
+    spec = EvalSpec(batch_size=3, protocol="strict")
     got = evaluate(spec, oom, tmp_path, benchmarks=["videomme"], data_root=bench_root)["benchmarks"]["videomme"]
     assert oom.calls == 4  # the batch of 3, then each sample alone
     assert oom.asked == ["videomme/001-1", "videomme/002-1"]
     assert (got["score"], got["n"], got["failed"], got["unparsed"]) == (pytest.approx(200 / 3), 3, 1, 0)
+    official = got["protocols"]["official"]  # Video-MME's script drops the answer without a letter
+    assert (official["score"], official["n"], official["failed"], official["dropped"]) == (100.0, 2, 0, 1)
     assert got["errors"] == ["videomme/001-2: generation failed: RuntimeError: CUDA out of memory"]
     assert (tmp_path / "results.json").exists()
     retry = ScriptedResponder(answers)

@@ -32,10 +32,11 @@ def test_every_benchmark_has_a_case() -> None:
 
 def test_all_22_benchmarks_aggregate_exactly(bench_root: Path, tmp_path: Path, verdict_judge) -> None:
     judge = verdict_judge
-    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"), batch_size=3)
+    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"), batch_size=3, protocol="strict")
     results = evaluate(spec, ScriptedResponder(_responses(bench_root)), tmp_path, benchmarks=sorted(CASES), data_root=bench_root)
     for name, case in CASES.items():
-        got = results["benchmarks"][name]
+        got = results["benchmarks"][name]  # the strict headline: evr1's rules (expected.py)
+        assert got["protocol"] == "strict" and got["protocols"]["strict"]["score"] == got["score"], name
         assert got["score"] == pytest.approx(case["score"]), name
         assert got["n"] == len(case["responses"]) and got["failed"] == 0, name
         assert got["unparsed"] == case.get("unparsed", 0), name
@@ -51,7 +52,7 @@ def test_all_22_benchmarks_aggregate_exactly(bench_root: Path, tmp_path: Path, v
     assert all("correct or incorrect" in body["messages"][0]["content"] for body in judge.requests)
     md = (tmp_path / "results.md").read_text()
     # VSI-Bench: (counting 1 + distance MRA 0.6 + route 0.5 + direction 2/3) / 4 = 0.691666... (expected.py).
-    assert "| VSI-Bench | 69.17 |" in md and "| route_planning | 50.00 | 2 |" in md
+    assert "| VSI-Bench | strict | 69.17 | 69.17 |" in md and "| route_planning | 50.00 | 2 | 50.00 | 2 |" in md
 
 
 def test_samples_and_results_record_settings(bench_root: Path, tmp_path: Path) -> None:
@@ -131,5 +132,8 @@ def test_compare_reports_deltas(bench_root: Path, tmp_path: Path) -> None:
     evaluate(EvalSpec(), ScriptedResponder({"minerva/mi1": "D"}), tmp_path / "a", benchmarks=["minerva"], data_root=bench_root)
     evaluate(EvalSpec(), ScriptedResponder({"minerva/mi1": "D", "minerva/mi2": "A"}), tmp_path / "b",
              benchmarks=["minerva"], data_root=bench_root)
-    table = compare_table(load_results(tmp_path / "a"), load_results(tmp_path / "b"))
+    table = compare_table(load_results(tmp_path / "a"), load_results(tmp_path / "b"), "strict")
     assert "| minerva | score | 50.00 | 100.00 | +50.00 |" in table
+    # official: mi2's empty answer scores the expected value of lmms-eval's random letter (1/5)
+    official = compare_table(load_results(tmp_path / "a"), load_results(tmp_path / "b"))
+    assert "| minerva | score | 60.00 | 100.00 | +40.00 |" in official

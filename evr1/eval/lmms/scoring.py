@@ -8,13 +8,14 @@ A document carries its record (`evr1_record`, `evr1_media`: see `evr1.eval.lmms.
 (`evr1.eval.prompting.question_text`, mode from `lmms_eval_specific_kwargs.prompt_mode`); each
 response is scored by the benchmark's reward router (`evr1.eval.runner.score_responses`) into the
 sample row evr1's evaluator writes, and the rows are aggregated by the benchmark's official rule
-(`Benchmark.aggregate`): the numbers equal `evr1.eval.api.evaluate`'s (tested), except that the
+under the official protocol (`evr1.eval.protocols`, the headline of `evr1 eval run` by default): the numbers
+equal `evr1.eval.api.evaluate`'s official block (tested), except that the
 scorers see no frame timestamps here, so a grounding answer given as frame indices rather than
-seconds scores differently. Failed or unparseable answers score 0 and stay in every denominator.
+seconds scores differently. Failed or unparseable answers count as the official scorer counts them.
 
 `process_results` gives the row under the benchmark's name (the headline score, `aggregate`) and
-under those named metrics of its aggregate that have an aggregation here (`NAMED_METRICS`: STVG's
-`tIoU`, `box_IoU`).
+under those named official metrics that have an aggregation here (`NAMED_METRICS`: STVG's
+`m_tIoU`, `vIoU@0.3`, `vIoU@0.5`).
 Open-ended answers are judged right or wrong (the benchmark's route, `open_ended_verdict_judge`: 1 or 0, a
 reply without a verdict a failure) by an OpenAI-compatible endpoint set by the environment
 (lmms-eval passes task functions nothing else): `EVR1_JUDGE_URL`, `EVR1_JUDGE_MODEL`, and the
@@ -132,9 +133,9 @@ _named: dict[str, tuple[str, ...]] = {}
 
 
 def named_metrics(bench: Benchmark, row: Mapping[str, Any]) -> tuple[str, ...]:
-    """The `NAMED_METRICS` among `bench`'s aggregate metrics (found once per benchmark, from its first row)."""
+    """The `NAMED_METRICS` among `bench`'s official metrics (found once per benchmark, from its first row)."""
     if bench.name not in _named:
-        _named[bench.name] = tuple(m for m in bench.aggregate([row]).metrics if m in NAMED_METRICS)
+        _named[bench.name] = tuple(m for m in official(bench, [row])["metrics"] if m in NAMED_METRICS)
     return _named[bench.name]
 
 
@@ -170,21 +171,30 @@ def fraction(rows: Sequence[Mapping[str, Any]]) -> float:
     return sum(float(r["score"]) for r in rows) / len(rows) if rows else 0.0
 
 
+def official(bench: Benchmark, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The official protocol's block of `rows` (`evr1.eval.protocols`): the numbers the lmms-eval path reports."""
+    from evr1.eval.protocols import block
+
+    return block(bench, rows, "official")
+
+
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> float:
-    """The benchmark's headline official score (percent)."""
-    return benchmark_of(rows[0]["benchmark"]).aggregate(rows).score
+    """The benchmark's headline under the official protocol (percent)."""
+    return official(benchmark_of(rows[0]["benchmark"]), rows)["score"]
 
 
 def named_metric(name: str) -> Callable[[Sequence[Mapping[str, Any]]], float]:
-    """An aggregation giving the benchmark's named metric `name` (percent)."""
+    """An aggregation giving the benchmark's official metric `name` (percent)."""
 
     def metric(rows: Sequence[Mapping[str, Any]]) -> float:
-        return benchmark_of(rows[0]["benchmark"]).aggregate(rows).metrics[name]
+        return official(benchmark_of(rows[0]["benchmark"]), rows)["metrics"][name]
 
     metric.__name__ = metric.__qualname__ = f"aggregate_{name}"
     return metric
 
 
-tiou = named_metric("tIoU")
-box_iou = named_metric("box_IoU")
-NAMED_METRICS = {"tIoU": tiou, "box_IoU": box_iou}  # the named metrics a task may aggregate besides the headline
+m_tiou = named_metric("m_tIoU")
+viou_03 = named_metric("vIoU@0.3")
+viou_05 = named_metric("vIoU@0.5")
+# the named official metrics a task may aggregate besides the headline (STVG's)
+NAMED_METRICS = {"m_tIoU": m_tiou, "vIoU@0.3": viou_03, "vIoU@0.5": viou_05}

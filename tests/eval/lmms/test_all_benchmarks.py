@@ -7,12 +7,14 @@ dropped), and no request failed. Open-ended items go to the local test judge.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +86,21 @@ def test_all_22_benchmarks_through_lmms_eval(bench_root: Path, tmp_path: Path, l
         assert values and any(math.isfinite(v) for v in values), (task, metrics)
     for group in [t for t in tasks if t in result.get("groups", {})]:
         assert any(isinstance(v, float) and math.isfinite(v) for v in result["groups"][group].values()), group
+    check_prompt_snapshot(result["samples"], tmp_path / "prompts.json")
+
+
+SNAPSHOT = Path(__file__).with_name("prompt_snapshot.json")
+
+
+def check_prompt_snapshot(samples: dict[str, list[dict[str, Any]]], new: Path) -> None:
+    """The prompt text and generation settings lmms-eval built for every document of our task folders (evals/) equal
+    the snapshot: a prompt change shows here. The new prompts are written to `new`, to replace the snapshot with
+    when the change is meant."""
+    prompts = {f"{task}/{s['doc']['evr1_id']}": {"prompt": s["arguments"][0], "generation": s["arguments"][1]}
+               for task, rows in sorted(samples.items()) for s in rows}
+    new.write_text(json.dumps(prompts, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert SNAPSHOT.is_file(), f"no prompt snapshot: check and copy {new} to {SNAPSHOT}"
+    before = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    changed = sorted(k for k in before.keys() | prompts.keys() if before.get(k) != prompts.get(k))
+    assert not changed, (f"{len(changed)} prompts differ from {SNAPSHOT.name} (first: {changed[:3]}); if meant,"
+                         f" copy {new} over it")

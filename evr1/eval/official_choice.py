@@ -1,0 +1,457 @@
+"""The official answer readers of the multiple-choice benchmarks (their `Official`; see `evr1.eval.official_rules`).
+
+Each reader is written from the benchmark's published scorer, named in its `Official.source`, quirks included
+(docs/benchmarks.md lists them); an item rule returns the official item score, or None when the scorer drops it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evr1.eval import aggregate as agg
+from evr1.eval.aggregate import Aggregate
+from evr1.eval.official_rules import visible
+from evr1.eval.protocols import Official
+
+Row = Mapping[str, Any]
+
+# -- Video-MME -------------------------------------------------------------------------------------
+
+# The official prefixes, as its list reads: two commas are missing there, so "The best option is" + "The correct option
+# is" and "Best answer:" + "Best option:" are each one prefix (never found in a normal answer).
+VIDEOMME_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
+                     "The best option isThe correct option is", "Best answer:Best option:")
+
+
+def first_capital(text: str, prefixes: Sequence[str], letters: str) -> str | None:
+    """The first of `letters` (capitals) anywhere in `text` once each prefix is removed ("Because ..." reads B), as
+    the Video-MME script and the lmms-eval readers derived from it read answers; None when there is none."""
+    for prefix in prefixes:
+        text = text.replace(prefix, "")
+    found = re.search(f"[{letters}]", text)
+    return found.group(0) if found else None
+
+
+def videomme_item(row: Row) -> float | None:
+    """The first capital A-D after the official prefixes; none drops the item (not "answered"); more than 10 words
+    without one is the same case."""
+    letter = first_capital(visible(row), VIDEOMME_PREFIXES, "ABCD")
+    return None if letter is None else float(letter == row["answer"])
+
+
+VIDEOMME = Official(
+    "accuracy over the answered items (a response without a letter A-D is dropped), by duration, domain,"
+    " sub-category and task type",
+    agg.accuracy("duration", "domain", "category", "task"), videomme_item,
+    source="BradyFU/Video-MME evaluation/eval_your_results.py (commit 4e7566d)",
+)
+
+
+# -- MVBench ---------------------------------------------------------------------------------------
+
+
+def mvbench_item(row: Row) -> float:
+    """The response's first word (lower case, "." removed) is right when it lies inside the answer's "(x)" or holds
+    it: "A", "a.", "A)", "(A)", "A or B" read A; an empty response is inside any answer, so it scores 1 (a quirk of
+    the official check); a failed generation (no response) scores 0."""
+    if row.get("response") is None:
+        return 0.0
+    first = visible(row).lower().split(" ")[0]
+    truth = f"({str(row['answer']).lower()})"
+    return 1.0 if first.replace(".", "") in truth or truth in first else 0.0
+
+
+MVBENCH = Official(
+    "Avg: correct / total over all items (the leaderboard's), with per-task accuracy; the first word read as the"
+    " official check reads it",
+    agg.accuracy("task", name="Avg"), mvbench_item,
+    source="OpenGVLab/Ask-Anything video_chat2/mvbench.ipynb (check_ans; leaderboard Avg = correct / total)",
+)
+
+
+# -- VideoMathQA, LongVideoBench: Video-MME's reader in lmms-eval, with A-E --------------------------------------
+
+
+def videomathqa_item(row: Row) -> float:
+    """The first capital A-E after Video-MME's prefixes (the same missing commas); none is wrong and counted."""
+    return float(first_capital(visible(row), VIDEOMME_PREFIXES, "ABCDE") == row["answer"])
+
+
+VIDEOMATHQA = Official(
+    "MBin (a question counts only if all its binary pairs are right) and MCQ accuracy, every item counted; the first"
+    " capital A-E after the prefixes is the answer",
+    agg.videomath("category", "duration"), videomathqa_item,
+    source="lmms-eval 0.7.3 tasks/videomathqa/utils.py (the benchmark authors' lmms-eval task)",
+)
+
+LONGVIDEOBENCH_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
+                           "The best option is", "The correct option is", "Best answer:", "Best option:")
+
+
+def longvideobench_item(row: Row) -> float:
+    """The first capital A-E after the prefixes; with none, the official scorer answers a random option: its expected
+    score, 1 / the number of options, stands for that draw (a random draw cannot be reproduced). A failed generation
+    (no response at all) scores 0."""
+    if row.get("response") is None:
+        return 0.0
+    letter = first_capital(visible(row), LONGVIDEOBENCH_PREFIXES, "ABCDE")
+    if letter is None:
+        return 1.0 / max(1, len(row.get("options") or []) or 5)
+    return float(letter == row["answer"])
+
+
+LONGVIDEOBENCH = Official(
+    "accuracy (val) over all items, by duration group and category; an answer without a capital A-E scores the"
+    " expected value of the official random guess (1 / options)",
+    agg.accuracy("duration", "category"), longvideobench_item,
+    source="lmms-eval 0.7.3 tasks/longvideobench/utils.py (the LongVideoBench authors' rule, random guess included)",
+)
+
+
+# -- LVBench -------------------------------------------------------------------------------------------
+
+
+def lvbench_letter(text: str) -> str:
+    """LVBench's polish: the text before the first ")", after a "(" in it, its first word, that word's first
+    character ("(B) x" -> "B", "A. x" -> "A", "The answer is C" -> "T"); "" for none."""
+    text = text.strip().split(")")[0].strip()
+    if "(" in text:
+        text = text.split("(")[1].strip()
+    word = text.split(" ")[0]
+    return word[:1]
+
+
+def lvbench_item(row: Row) -> float | None:
+    """Right when the polished letter is the answer (case kept); a sample with no answer recorded (a failed
+    generation) is left out, as an id missing from the official answers file."""
+    if row.get("response") is None:
+        return None
+    return float(lvbench_letter(visible(row)) == row["answer"])
+
+
+LVBENCH = Official(
+    "accuracy over the answered items, by question type (a question counts under each of its types); the answer is the"
+    " first character of the first word, after a \"(\" and before a \")\"",
+    agg.accuracy("category"), lvbench_item,
+    source="THUDM/LVBench lvbench/utils/answer_util.py (commit 1dd4612) and lvbench/metrics/compute_accuracy.py"
+           " (commit dd7d99d)",
+)
+
+
+# -- MotionBench: LVBench's polish, every question counted ------------------------------------------------------
+
+
+def motionbench_item(row: Row) -> float:
+    """The polished letter (`lvbench_letter`) is the answer; no response reads "" (wrong, counted)."""
+    return float(lvbench_letter(visible(row)) == row["answer"])
+
+
+def motionbench_acc(rows: Sequence[Row]) -> Aggregate:
+    """`acc` over every question (the headline the official leaderboard takes), `answered_acc` over the questions
+    with a response, accuracy by category."""
+    result = agg.accuracy("category", name="acc")(rows)
+    answered = [r for r in rows if r.get("response") is not None]
+    metrics = {**result.metrics, "answered_acc": agg.accuracy()(answered).score}
+    return Aggregate(result.score, metrics, result.breakdowns)
+
+
+MOTIONBENCH = Official(
+    "acc: right / all questions (the polished first character of the first word is the letter), answered_acc beside"
+    " it, by category",
+    motionbench_acc, motionbench_item,
+    source="THUDM/MotionBench motionbench/utils/answer_util.py, motionbench/metrics/compute_accuracy.py (commit 8c131ac)",
+)
+
+
+# -- MINERVA (lmms-eval's task: no scorer of the authors was found) -----------------------------------------------
+
+_MINERVA_EXPLICIT = re.compile(r"(?:answer|option)\s*(?:is|:)\s*([ABCDE])", re.IGNORECASE)
+MINERVA_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "Answer:", "Option:",
+                    "Therefore, the final answer is:")
+
+
+def minerva_letter(text: str) -> str:
+    """The last "answer is X" / "option: X" (any case), else the last capital A-E once the prefixes are removed;
+    "" for none."""
+    text = text.strip()
+    explicit = _MINERVA_EXPLICIT.findall(text)
+    if explicit:
+        return explicit[-1].upper()
+    for prefix in MINERVA_PREFIXES:
+        text = text.replace(prefix, "")
+    found = re.findall("[ABCDE]", text)
+    return found[-1] if found else ""
+
+
+def minerva_item(row: Row) -> float:
+    """Right when the letter read is the answer; with none, lmms-eval draws one of A-E: its expected score, 1/5. A
+    failed generation (no response at all) scores 0."""
+    if row.get("response") is None:
+        return 0.0
+    letter = minerva_letter(visible(row))
+    return 0.2 if letter == "" else float(letter == row["answer"])
+
+
+MINERVA = Official(
+    "accuracy over all items, by question type; the last explicit \"answer is X\", else the last capital A-E; none"
+    " scores the expected value of lmms-eval's random letter (1/5)",
+    agg.accuracy("category"), minerva_item,
+    source="lmms-eval 0.7.3 tasks/minerva/utils.py (no scorer of the MINERVA authors was found)",
+)
+
+
+# -- Video-Holmes ---------------------------------------------------------------------------------------
+
+_ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
+HOLMES_LETTERS = "ABCDEF"
+
+
+def video_holmes_letter(response: str) -> str | None:
+    """The last `<answer>` part (else the whole response, thinking included); the first letter A-F, in alphabetical
+    order, written "X ", "X:" or "[X" in it; else the first letter A-F, alphabetically, anywhere in it; else None."""
+    tagged = _ANSWER_TAG.findall(response)
+    choice = tagged[-1].strip() if tagged else response
+    for forms in (("{} ", "{}:", "[{}"), ("{}",)):
+        for letter in HOLMES_LETTERS:
+            if any(form.format(letter) in choice for form in forms):
+                return letter
+    return None
+
+
+def video_holmes_item(row: Row) -> float:
+    """Right when the letter read is the answer; none (a failed generation too) is wrong and counted."""
+    return float(video_holmes_letter(row.get("response") or "") == row["answer"])
+
+
+VIDEO_HOLMES = Official(
+    "accuracy over all items, by question type; the first letter A-F (alphabetically) written \"X \", \"X:\" or"
+    " \"[X\" in the last <answer>, else anywhere",
+    agg.accuracy("category"), video_holmes_item,
+    source="TencentARC/Video-Holmes evaluate.py (commit ac9e119)",
+)
+
+
+# -- MLVU ------------------------------------------------------------------------------------------
+
+
+def mlvu_item(row: Row) -> float:
+    """The response (stripped), cut before its first ")", must be the answer letter itself: "A" and "A) a cat" read
+    A; "A.", "(A)", "The answer is A" and "a" do not (the official prompt ends in "Best option:(")."""
+    text = visible(row)
+    if ")" in text:
+        text = text[: text.index(")")]
+    return 1.0 if text == str(row["answer"]) else 0.0
+
+
+MLVU = Official(
+    "M-Avg: mean of the per-task-type accuracies, each answer right only when it is the letter (before a \")\")",
+    agg.macro("task", name="M-Avg"), mlvu_item,
+    source="JUNJIE99/MLVU videochat2/choice_bench.py (commit 0b16f40: check_ans, Avg over task types)",
+)
+
+
+# -- lmms-eval 0.7.3's multiple-choice reader (the reference scorer of the lmms-eval team's own benchmarks) ---------
+
+LMMS_PHRASES = ("the answer is", "answer is", "the correct answer is", "correct answer is", "the best answer is",
+                "best answer is", "the correct option is", "correct option is", "the best option is", "best option is",
+                "the choice is", "choice is", "the correct choice is", "correct choice is", "i choose", "i select",
+                "i pick", "my answer is", "my choice is", "옵션", "정답은", "답은", "답:", "答案是", "答案为", "选", "答えは")
+# a letter's forms, each with its rank (a higher rank wins; within a rank, the later position)
+_LMMS_FORMS = (("({})", 6), ("{}.", 5), ("{}:", 4), ("{})", 3), ("{} ", 2))
+
+
+def lmms_choice(response: str, choices: Sequence[str]) -> str:
+    """The letter lmms-eval's `extract_mcq_answer` reads ("" for none): the text stripped of spaces, then of each of
+    , . ! ? ; : ' " in turn, padded with a space; candidates are a letter standing alone at the start (rank 10) or
+    the end (9), after the first answer phrase (7: its first occurrence after it), as "(A)" (6), "A." (5), "A:" (4),
+    "A)" (3) or "A " (2), each at its last occurrence; with none of these, any occurrence (0, the last). The highest
+    rank wins, then the later position, then the earlier choice."""
+    if not response or not response.strip():
+        return ""
+    text = response.strip()
+    for char in ",.!?;:'\"":
+        text = text.strip(char)
+    text = f" {text} "
+    found: list[tuple[int, int, int, str]] = []  # (rank, position, -choice index, letter)
+    for i, ch in enumerate(choices):
+        found += [(rank, text.rfind(form.format(ch)), -i, ch) for form, rank in _LMMS_FORMS if form.format(ch) in text]
+    lower = text.lower()
+    for phrase in LMMS_PHRASES:
+        at = lower.find(phrase)
+        if at != -1:
+            found += [(7, pos, -i, ch) for i, ch in enumerate(choices) if (pos := text.find(ch, at + len(phrase))) != -1]
+    bare = text.strip()
+    for i, ch in enumerate(choices):
+        if bare.startswith(ch) and (len(bare) == 1 or not bare[1].isalpha()):
+            found.append((10, 0, -i, ch))
+        if bare.endswith(ch) and (len(bare) == 1 or not bare[-2].isalpha()):
+            found.append((9, len(text) - 1, -i, ch))
+    if not found:
+        found = [(0, text.rfind(ch), -i, ch) for i, ch in enumerate(choices) if ch in text]
+    return max(found, key=lambda c: (c[0], c[1]))[3] if found else ""
+
+
+# -- Video-MMMU ------------------------------------------------------------------------------------
+
+
+def video_mmmu_item(row: Row) -> float:
+    """Multiple choice: the letter lmms-eval's reader finds among the question's letters (none: wrong); numeric
+    answers keep evr1's reading (the MMMU open-answer parser is not reproduced)."""
+    if row.get("problem_type") != "multiple_choice":
+        return float(row["score"])
+    letters = [chr(ord("A") + i) for i in range(len(row.get("options") or []))] or list("ABCDEFGHIJKLMN")
+    return 1.0 if lmms_choice(visible(row), letters) == row["answer"] else 0.0
+
+
+VIDEO_MMMU = Official(
+    "Overall: mean of the Perception, Comprehension and Adaptation accuracies (every item counted; multiple choice read"
+    " as lmms-eval reads it)",
+    agg.macro("track", name="overall"), video_mmmu_item,
+    source="EvolvingLMMs-Lab/VideoMMMU README leaderboard (Overall = mean of the three tracks); lmms-eval 0.7.3"
+           " tasks/videommmu/utils.py (its reader: _task_utils/mcq_extract.py)",
+)
+
+
+# -- Video-MME-v2 ----------------------------------------------------------------------------------
+
+VIDEOMME_V2_PREFIXES = ("Final Answer:", "The best answer is", "The correct answer is", "The answer is", "The answer",
+                        "The best option is", "The correct option is", "Best answer:", "Best option:", "Answer:",
+                        "Option:")
+
+
+def videomme_v2_item(row: Row) -> dict[str, Any]:
+    """The first capital A-H after the prefixes: mark 1 right, 0 wrong, -1 none read (`components.mark`); `score`
+    is 1 for right (the simple accuracy counts marked items only)."""
+    letter = first_capital(visible(row), VIDEOMME_V2_PREFIXES, "ABCDEFGH")
+    mark = -1 if letter is None else int(letter == row["answer"])
+    return {"score": float(mark == 1), "components": {"mark": mark}}
+
+
+def _v2_group(marks: Sequence[int], kind: str, structure: Any) -> float:
+    """A group's official score (0-1) from its marks in question order, -1 as the official script counts it: it
+    lowers a relevance group's count (a count below 0 scores 0) and, being true, continues a logic chain."""
+    if kind == "relevance":
+        count = sum(marks)
+        return agg.RELEVANCE[count] if 0 <= count <= 4 else 0.0
+    shape = agg.as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)
+    chain = 0
+    while chain < len(marks) and marks[chain]:
+        chain += 1
+    if shape == (1, (2, 3), 4) and chain == 1 and len(marks) > 2 and marks[2]:
+        chain = 2
+    if shape == ((1, 2), 3, 4) and chain == 0 and len(marks) > 1 and marks[1]:
+        chain = 1
+    return agg.LOGIC[shape][min(chain, 4)]
+
+
+def videomme_v2_groups(rows: Sequence[Row]) -> Aggregate:
+    """The grouped non-linear score with the official -1 for an unread answer; group tables labelled by each group's
+    last question; `accuracy` over the items with an answer read; `relevance_linear_score` = count x 25."""
+    scored = []
+    for members in agg.groups(rows, "group_id").values():
+        ordered = sorted(members, key=agg.question_order)
+        marks = [int((r.get("components") or {}).get("mark", -1)) for r in ordered]
+        meta = ordered[-1].get("meta") or {}
+        group = {"score": _v2_group(marks, meta.get("group_type"), meta.get("group_structure")), "meta": meta,
+                 "linear": sum(marks) / 4}
+        scored.append(group)
+    pct = (lambda xs: 100.0 * sum(xs) / len(xs) if xs else 0.0)
+    metrics = {"group_score": pct([g["score"] for g in scored])}
+    read = [r for r in rows if (r.get("components") or {}).get("mark", -1) >= 0]
+    metrics["accuracy"] = pct([r["score"] for r in read])
+    for kind in ("relevance", "logic"):
+        chosen = [g for g in scored if agg.meta_value(g, "group_type") == kind]
+        if chosen:
+            metrics[f"{kind}_score"] = pct([g["score"] for g in chosen])
+        if chosen and kind == "relevance":
+            metrics["relevance_linear_score"] = pct([g["linear"] for g in chosen])
+    tables = {k: agg.breakdown(scored, k) for k in agg.GROUP_KEYS if any(k in g["meta"] for g in scored)}
+    return Aggregate(metrics["group_score"], metrics, tables)
+
+
+VIDEOMME_V2 = Official(
+    "grouped non-linear score (relevance: quadratic in the right count, logic: chain), an unread answer marked -1 as"
+    " the official script marks it; accuracy over the answers read",
+    videomme_v2_groups, videomme_v2_item,
+    source="MME-Benchmarks/Video-MME-v2 evaluation/test_video_mme_v2.py (commit 013b6c9)",
+)
+
+
+# -- OVO-Bench (offline) ---------------------------------------------------------------------------
+
+
+def ovobench_item(row: Row) -> float:
+    """Backward and real-time questions: right when the answer letter appears anywhere in the response; REC: all the
+    digits of the response, joined, equal the count ("3 or 4" reads 34); SSR and CRR: a bare "Y" / "N", else
+    "Yes" / "No" (capitalised) anywhere in the response. No response: 0."""
+    response = row.get("response")
+    if response is None:
+        return 0.0
+    kind, answer = row.get("problem_type"), row["answer"]
+    if kind == "numerical":
+        return float("".join(re.findall(r"\d+", response)) == str(int(float(answer))))
+    if kind == "boolean":
+        yes = str(answer).strip().lower() == "yes"
+        if response == ("Y" if yes else "N"):
+            return 1.0
+        return float(("Yes" if yes else "No") in response)
+    return float(str(answer) in response)
+
+
+def ovobench_tasks(rows: Sequence[Row]) -> Aggregate:
+    """Each task's accuracy; each category's mean of its tasks; the headline "Total Avg." is the mean over all the
+    tasks (as the official script prints it), `category_mean` the mean of the three category means."""
+    cats = {label: agg.breakdown(members, "task") for label, members in agg.groups(rows, "category").items()}
+    tasks = [s for per in cats.values() for s, _ in per.values()]
+    metrics = {label: sum(s for s, _ in per.values()) / len(per) for label, per in cats.items()}
+    total = sum(tasks) / len(tasks) if tasks else 0.0
+    metrics = {"Total Avg.": total, **metrics, "category_mean": sum(metrics.values()) / len(metrics) if metrics else 0.0}
+    return Aggregate(total, metrics, {k: agg.breakdown(rows, k) for k in ("category", "task")})
+
+
+OVOBENCH = Official(
+    "Total Avg.: mean over the tasks of their accuracies (letter anywhere in the response; REC digits; SSR/CRR"
+    " Yes/No), with each category's mean of its tasks",
+    ovobench_tasks, ovobench_item,
+    source="JoeLeelyf/OVO-Bench utils/OVOBenchScore.py (commit 19677d2, OVOBenchOfflineScore)",
+)
+
+
+# -- TempCompass (rule matching, as its scripts run with --disable_llm) ---------------------------------------------
+
+
+def tempcompass_item(row: Row) -> float:
+    """multi-choice: the response equal to the answer line ("B. fast"), a bare letter A-D, or starting "X." / "X)"
+    with the right letter; yes_no: the response, lower case, starting "yes" / "no"; anything else is not matched
+    and scores 0 (the scripts' --disable_llm; their ChatGPT fallback is not reproduced). Other formats (caption
+    matching, captioning) keep evr1's reading."""
+    fmt, response = (row.get("meta") or {}).get("format"), row.get("response")
+    if fmt not in ("multi-choice", "yes_no"):
+        return float(row["score"])
+    if response is None:
+        return 0.0
+    text = response.replace("</s>", "")
+    if fmt == "yes_no":
+        said = next((w for w in ("yes", "no") if text.lower().startswith(w)), None)
+        return float(said is not None and said == str(row["answer"]).lower())
+    letter = str(row["answer"])
+    options = row.get("options") or []
+    index = ord(letter) - ord("A")
+    line = f"{letter}. {options[index]}" if 0 <= index < len(options) else None
+    if text == line or text in ("A", "B", "C", "D"):
+        return float(text == line or text == letter)
+    for mark in (".", ")"):
+        if any(text.startswith(f"{c}{mark}") for c in "ABCD"):
+            return float(text.split(mark)[0] == letter)
+    return 0.0
+
+
+TEMPCOMPASS = Official(
+    "accuracy over all items, by format and dimension; multi-choice and yes/no read by the official matching rules"
+    " (unmatched: 0, as with --disable_llm)",
+    agg.accuracy("format", "dimension"), tempcompass_item,
+    source="llyx97/TempCompass eval_multi-choice.py (commit 7bdcfa2), eval_yes_no.py (commit 75361fd)",
+)

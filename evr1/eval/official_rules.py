@@ -1,0 +1,254 @@
+"""The official scorers evr1 reproduces (`Benchmark.official`; the `official` protocol of `evr1.eval.protocols`):
+the grounding, numeric and judged benchmarks and the aggregations here, the multiple-choice readers in
+`evr1.eval.official_choice`.
+
+Each rule is written from the benchmark authors' published scorer (or lmms-eval 0.7.3's task, where that is
+the reference), named in its `Official.source` and in docs/benchmarks.md. Item rules read the response as the
+official scorer reads it (a `<think>...</think>` part removed first, as lmms-eval's post-processing does), and
+return the official item score (0-1) or a row update (`score` and `components`); None drops the item.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from evr1.eval import aggregate as agg
+from evr1.eval.aggregate import Aggregate, Aggregator
+from evr1.eval.protocols import Official
+from evr1.rewards import extract_answer
+from evr1.rewards.geometry import box_iou, interval_iou
+from evr1.rewards.grounding_parse import parse_boxes, parse_interval, parse_track
+
+Row = Mapping[str, Any]
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
+def visible(row: Row) -> str:
+    """The response as the official scorer sees it: "" for none (a failed generation), think part removed."""
+    return _THINK.sub("", row.get("response") or "").strip()
+
+
+# -- VSI-Bench -------------------------------------------------------------------------------------
+
+# The thresholds as the official code computes them: np.linspace(.5, .95, int((.95 - .5) / .05 + 2)) = 10 points,
+# 0.8 among them read as 0.8 but 1 - 0.8 = 0.19999999999999996, so an error of exactly 20% passes 6 of 10.
+VSI_THRESHOLDS = np.linspace(0.5, 0.95, int((0.95 - 0.5) / 0.05 + 2))
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = {w: 10 * i for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)}
+NUMBER_WORDS = {**{w: i for i, w in enumerate(_UNITS)}, **_TENS, "hundred": 100, "thousand": 1000}
+
+
+def first_number(text: str) -> float | None:
+    """The first number of `text`, in digits or in English words ("twenty-one", "three hundred and two"),
+    whichever comes first (VSI-Bench's reading); None when there is none."""
+    s = text.strip().lower()
+    digits = _NUMBER.search(s)
+    words: list[str] = []
+    start = None
+    for m in re.finditer(r"[a-z]+", s):
+        if start is None and m.group(0) in NUMBER_WORDS:
+            start = m.start()
+        if start is None:
+            continue
+        if m.group(0) in NUMBER_WORDS:
+            words.append(m.group(0))
+        elif m.group(0) != "and":
+            break
+    if digits is not None and (start is None or digits.start() < start):
+        return float(digits.group(0))
+    if start is None:
+        return None
+    total = current = 0
+    for w in words:
+        value = NUMBER_WORDS[w]
+        if value == 100:
+            current = max(current, 1) * 100
+        elif value == 1000:
+            total, current = total + max(current, 1) * 1000, 0
+        else:
+            current += value
+    return float(total + current)
+
+
+def vsi_mra(pred: float | None, truth: float) -> float:
+    """VSI-Bench's mean relative accuracy: the share of thresholds t with |pred - truth| / truth <= 1 - t."""
+    if pred is None:
+        return 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        error = abs(pred - truth) / np.float64(truth)
+    return float(np.mean(error <= 1 - VSI_THRESHOLDS))
+
+
+def vsibench_item(row: Row) -> float:
+    """Multiple choice: the response's first word, a final "." cut, equals the letter (any case); numeric: MRA of
+    the response's first number (no number: 0)."""
+    text = visible(row)
+    if row.get("problem_type") == "multiple_choice":
+        word = text.split(" ")[0].rstrip(".").strip() if text else ""
+        return 1.0 if word.lower() == str(row["answer"]).lower() else 0.0
+    return vsi_mra(first_number(text), float(row["answer"]))
+
+
+def task_level_mean(rows: Sequence[Row]) -> Aggregate:
+    """VSI-Bench: each task's mean score, object_rel_direction's the mean of its levels (in the by-task table too);
+    the overall is the mean of the tasks."""
+    tasks: dict[str, tuple[float, int]] = {}
+    for task, members in agg.groups(rows, "task").items():
+        levels = agg.breakdown(members, "difficulty") if task == "object_rel_direction" else None
+        score = sum(s for s, _ in levels.values()) / len(levels) if levels else agg.breakdown(members, "task")[task][0]
+        tasks[task] = (score, len(members))
+    overall = sum(s for s, _ in tasks.values()) / len(tasks) if tasks else 0.0
+    tables = {"task": tasks}
+    if any("difficulty" in (r.get("meta") or {}) for r in rows):
+        tables["difficulty"] = agg.breakdown([r for r in rows if (r.get("meta") or {}).get("difficulty")], "difficulty")
+    return Aggregate(overall, {"overall": overall, **{t: s for t, (s, _) in tasks.items()}}, tables)
+
+
+VSIBENCH = Official(
+    "overall: mean of the per-task scores (MC exact match of the first word; numeric MRA at np.linspace(.5, .95, 10));"
+    " object_rel_direction: mean of its 3 levels",
+    task_level_mean, vsibench_item,
+    source="vision-x-nyu/thinking-in-space lmms_eval/tasks/vsibench/utils.py (as in lmms-eval 0.7.3 vsibench/utils.py)",
+)
+
+
+# -- Charades-STA ----------------------------------------------------------------------------------
+
+
+def span_iou(pred: tuple[float, float] | None, truth: tuple[float, float]) -> float:
+    """IoU of a predicted span as given (a reversed one swapped, none clipped to the clip) with the reference span."""
+    return 0.0 if pred is None else interval_iou((min(pred), max(pred)), truth)
+
+
+def charades_item(row: Row) -> float:
+    """The IoU of the answer's [start, end] as given with the reference span."""
+    text = extract_answer(visible(row)).text
+    truth = parse_interval(row["answer"])
+    if truth is None:
+        raise ValueError(f"record {row.get('id')!r}: answer {row['answer']!r} holds no span")
+    return span_iou(parse_interval(text) if text else None, (min(truth), max(truth)))
+
+
+CHARADES = Official(
+    "mIoU and R@IoU 0.3/0.5/0.7 (IoU >= R) of the predicted span as given (not clipped to the clip length)",
+    agg.grounding(), charades_item,
+    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (IoU of the first parsed span, swapped when reversed)",
+)
+
+
+# -- HC-STVG ---------------------------------------------------------------------------------------
+
+
+def _frames(span: tuple[float, float] | None) -> set[int]:
+    if span is None or span[0] > span[1]:
+        return set()
+    return set(range(math.ceil(span[0]), math.floor(span[1]) + 1))
+
+
+def stvg_item(row: Row) -> dict[str, Any]:
+    """vIoU = sum over the frames in both the predicted and the reference tube of the box IoU, over the frames in
+    either; tIoU = frames in both / frames in either. Frames are the whole seconds (the reference keeps one box per
+    second); the predicted tube spans its `time` (else its first to last box) and has a box at a second when one
+    lies within half a second of it."""
+    answer = row["answer"]
+    truth = {round(float(t)): b for t, b in parse_track(answer).items()}
+    text = extract_answer(visible(row)).text or ""
+    track = parse_track(text)
+    span = parse_interval(text) or ((min(track), max(track)) if track else None)
+    pred_frames, true_frames = _frames(span), set(truth)
+    union = pred_frames | true_frames
+    shared = pred_frames & true_frames
+    boxes = {round(t): b for t, b in track.items() if abs(t - round(t)) <= 0.5}
+    viou = sum(box_iou(boxes[f], truth[f]) for f in shared if f in boxes) / len(union) if union else 0.0
+    tiou = len(shared) / len(union) if union else 0.0
+    return {"score": viou, "components": {"viou": viou, "tiou": tiou}}
+
+
+def hcstvg(rows: Sequence[Row]) -> Aggregate:
+    """m_vIoU (headline), vIoU@0.3 and vIoU@0.5 (share of items with vIoU above the threshold) and m_tIoU."""
+    viou = [float(r["score"]) for r in rows]
+    tiou = [float((r.get("components") or {}).get("tiou", 0.0)) for r in rows]
+    pct = (lambda xs: 100.0 * sum(xs) / len(xs) if xs else 0.0)
+    metrics = {"m_vIoU": pct(viou), "vIoU@0.3": pct([v > 0.3 for v in viou]), "vIoU@0.5": pct([v > 0.5 for v in viou]),
+               "m_tIoU": pct(tiou)}
+    return Aggregate(metrics["m_vIoU"], metrics)
+
+
+STVG = Official(
+    "m_vIoU, with vIoU@0.3, vIoU@0.5 and the frame-based m_tIoU (HC-STVG's metrics, frames at 1 fps)",
+    hcstvg, stvg_item, source="HC-STVG (tzhhhh123/HC-STVG) metrics as the STVG evaluators compute them (TubeDETR-style"
+                              " hcstvg_eval: vIoU over the union of frames, viou > thresh)",
+)
+
+
+# -- VCR-Bench -------------------------------------------------------------------------------------
+
+_NUMBERS_ONLY = re.compile(r"^\s*\[?\s*(-?\d+(?:\.\d+)?\s*,\s*){1,3}-?\d+(?:\.\d+)?\s*\]?\s*$")
+
+
+def reference_geometry(answer: Any) -> str | None:
+    """"interval" for a reference answer of two numbers ([start, end]), "box" for four, else None."""
+    if not isinstance(answer, str) or not _NUMBERS_ONLY.match(answer):
+        return None
+    count = len(re.findall(r"-?\d+(?:\.\d+)?", answer))
+    return {2: "interval", 4: "box"}.get(count)
+
+
+def vcrbench_item(row: Row) -> float:
+    """An interval answer is right when its IoU with the reference exceeds 0.7, a box answer when it exceeds 0.5;
+    other answers keep their verdict (multiple-choice letter, judge)."""
+    kind = reference_geometry(row.get("answer"))
+    if kind is None:
+        return float(row["score"])
+    text = extract_answer(visible(row)).text or ""
+    if kind == "interval":
+        truth, pred = parse_interval(row["answer"]), parse_interval(text)
+        return 1.0 if pred is not None and truth is not None and span_iou(pred, truth) > 0.7 else 0.0
+    truth_boxes, pred_boxes = parse_boxes(row["answer"]), parse_boxes(text)
+    return 1.0 if truth_boxes and pred_boxes and box_iou(pred_boxes[0], truth_boxes[0]) > 0.5 else 0.0
+
+
+VCRBENCH = Official(
+    "accuracy over all items: intervals right at IoU > 0.7, boxes at IoU > 0.5, others by letter or judge;"
+    " by question kind, dimension and duration",
+    agg.accuracy("question_kind", "category", "duration"), vcrbench_item,
+    source="zhishuifeiqian/VCR-Bench eval_code (IoU thresholds as the paper states; duration buckets as released)",
+)
+
+
+# -- LiveSports-3K, VideoReasonBench ---------------------------------------------------------------
+
+
+def with_ocr(base: Aggregator) -> Aggregator:
+    """`base`, plus the OCR sub-score: accuracy over the questions marked OCR (and over the others)."""
+
+    def aggregate(rows: Sequence[Row]) -> Aggregate:
+        result = base(rows)
+        ocr = agg.breakdown(rows, "ocr") if any("ocr" in (r.get("meta") or {}) for r in rows) else {}
+        metrics = dict(result.metrics)
+        for label, name in (("1", "OCR"), ("0", "non-OCR"), ("True", "OCR"), ("False", "non-OCR")):
+            if label in ocr:
+                metrics[name] = ocr[label][0]
+        return Aggregate(result.score, metrics, {**result.breakdowns, **({"ocr": ocr} if ocr else {})})
+
+    return aggregate
+
+
+LIVESPORTS = Official(
+    "accuracy, by question type, with the OCR accuracy sub-score",
+    with_ocr(agg.accuracy("category")),
+    source="showlab/livecc evaluation/livesports3kqa (accuracy by q_type and by OCR)",
+)
+
+VIDEOREASONBENCH = Official(
+    "accuracy (judged correct or incorrect), by skill, level, num_operation and num_state",
+    agg.accuracy("category", "level", "num_operation", "num_state"),
+    source="llyx97/video_reason_bench utils/show_results.py (tables by dim, num_operation and state count)",
+)

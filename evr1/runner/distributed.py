@@ -19,6 +19,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from evr1.errors import Evr1Error
+
+
+class RendezvousError(Evr1Error):
+    """A learner could not join its process group: the message names the rank, its host and the address."""
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that is free now on `host` (for a rendezvous address)."""
@@ -32,12 +38,20 @@ def default_backend(device: torch.device | str) -> str:
 
 
 def init_process_group(
-    rank: int, world_size: int, address: str, *, backend: str | None = None, timeout_s: float = 600.0
+    rank: int,
+    world_size: int,
+    address: str,
+    *,
+    backend: str | None = None,
+    timeout_s: float = 600.0,
+    connect_timeout_s: float = 60.0,
 ) -> None:
     """Join the default process group of `world_size` workers rendezvousing at `address` ("host:port").
 
-    `backend`: gloo (CPU) or nccl (CUDA; default when CUDA is available). A collective that waits
-    longer than `timeout_s` raises instead of hanging.
+    Rank 0 serves the rendezvous store at `address` (on its own node) and the others connect to it.
+    `backend`: gloo (CPU) or nccl (CUDA; default when CUDA is available). A worker that cannot join
+    within `connect_timeout_s` raises `RendezvousError`; a collective that waits longer than
+    `timeout_s` raises instead of hanging.
     """
     if not 0 <= rank < world_size:
         raise ValueError(f"rank {rank} is outside a world of {world_size} workers")
@@ -45,13 +59,19 @@ def init_process_group(
     if not host or not port.isdigit():
         raise ValueError(f"rendezvous address must be 'host:port', got {address!r}")
     backend = backend or default_backend("cuda" if torch.cuda.is_available() else "cpu")
-    dist.init_process_group(
-        backend=backend,
-        init_method=f"tcp://{address}",
-        rank=rank,
-        world_size=world_size,
-        timeout=timedelta(seconds=timeout_s),
-    )
+    try:
+        store = dist.TCPStore(
+            host, int(port), world_size, is_master=rank == 0, timeout=timedelta(seconds=connect_timeout_s),
+            wait_for_workers=True,
+        )  # fmt: skip
+    except (RuntimeError, OSError) as exc:  # torch's DistStoreError / DistNetworkError are RuntimeErrors
+        joined = "the other workers did not join it" if rank == 0 else "it could not reach it"
+        raise RendezvousError(
+            f"learner rank {rank} of {world_size} on {socket.gethostname()}: rendezvous at {address} failed within"
+            f" {connect_timeout_s:g} s ({joined}): {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
+        ) from None
+    dist.init_process_group(backend=backend, store=store, rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=timeout_s))
 
 
 def destroy_process_group() -> None:

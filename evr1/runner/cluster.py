@@ -15,6 +15,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from evr1.errors import ConfigError
@@ -30,6 +31,16 @@ LOCAL_ONLY = ("num_cpus", "object_store_memory_mb")  # ResourcesSpec fields that
 def cluster_address(resources: Any) -> str | None:
     """The cluster to attach to: `resources.ray_address`, else `RAY_ADDRESS` (set by `ray job submit`)."""
     return resources.ray_address or os.environ.get("RAY_ADDRESS") or None
+
+
+def outside_job_copy(run_dir: Path) -> None:
+    """Refuse a run folder inside Ray's temporary copy of a job's `working_dir`, which `ray stop` deletes."""
+    where = run_dir.resolve()
+    if "runtime_resources" in where.parts:
+        raise ConfigError(
+            f"the run folder {where} is inside Ray's temporary copy of the job's working_dir, deleted by `ray stop`:"
+            " give the job an absolute --run-dir or trainer.run_root on storage every node sees"
+        )
 
 
 def cluster_address_label(resources: Any) -> str:

@@ -191,7 +191,7 @@ class LearnerWorker(Placed):
 
             distributed.init_process_group(
                 rank, world_size, address, backend=distributed.default_backend(default_device()),
-                connect_timeout_s=exp.resources.rendezvous_timeout_s,
+                connect_timeout_s=exp.resources.rendezvous_timeout_s, bind_ip=self.where()["ip"],
             )  # fmt: skip
         self.processor = load_processor(exp.model)
         self.learner = Learner.from_spec(

@@ -11,6 +11,7 @@ the global batch (`evr1.algos.aggregation.Normaliser`), so the sum is the whole 
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Sequence
 from datetime import timedelta
@@ -33,6 +34,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def interface_of(ip: str) -> str | None:
+    """The network interface that holds address `ip` on this machine, if any."""
+    import psutil
+
+    return next((name for name, addrs in psutil.net_if_addrs().items() if any(a.address == ip for a in addrs)), None)
+
+
 def default_backend(device: torch.device | str) -> str:
     return "nccl" if torch.device(device).type == "cuda" else "gloo"
 
@@ -45,13 +53,15 @@ def init_process_group(
     backend: str | None = None,
     timeout_s: float = 600.0,
     connect_timeout_s: float = 60.0,
+    bind_ip: str | None = None,
 ) -> None:
     """Join the default process group of `world_size` workers rendezvousing at `address` ("host:port").
 
     Rank 0 serves the rendezvous store at `address` (on its own node) and the others connect to it.
     `backend`: gloo (CPU) or nccl (CUDA; default when CUDA is available). A worker that cannot join
     within `connect_timeout_s` raises `RendezvousError`; a collective that waits longer than
-    `timeout_s` raises instead of hanging.
+    `timeout_s` raises instead of hanging. `bind_ip`: this worker's node address; gloo binds on its interface
+    (unless `GLOO_SOCKET_IFNAME` is set).
     """
     if not 0 <= rank < world_size:
         raise ValueError(f"rank {rank} is outside a world of {world_size} workers")
@@ -59,6 +69,8 @@ def init_process_group(
     if not host or not port.isdigit():
         raise ValueError(f"rendezvous address must be 'host:port', got {address!r}")
     backend = backend or default_backend("cuda" if torch.cuda.is_available() else "cpu")
+    if backend == "gloo" and bind_ip and "GLOO_SOCKET_IFNAME" not in os.environ and (name := interface_of(bind_ip)):
+        os.environ["GLOO_SOCKET_IFNAME"] = name  # else gloo binds where the hostname resolves, maybe not this node's link
     try:
         store = dist.TCPStore(
             host, int(port), world_size, is_master=rank == 0, timeout=timedelta(seconds=connect_timeout_s),

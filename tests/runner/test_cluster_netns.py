@@ -8,6 +8,7 @@ connects from the namespace.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -29,7 +30,8 @@ from .test_train import run
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 RAY = str(Path(sys.executable).parent / "ray")
-HOST_IP, NS_IP = "10.213.77.1", "10.213.77.2"  # a /30 of the test's own, on the veth pair only
+_A, _B = uuid.uuid4().int % 256, 4 * (uuid.uuid4().int % 64)  # a /30 of the test's own, on the veth pair only
+HOST_IP, NS_IP = f"10.213.{_A}.{_B + 1}", f"10.213.{_A}.{_B + 2}"
 
 
 def _can_make_namespaces() -> str | None:
@@ -51,7 +53,8 @@ def _free_port() -> int:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)  # ray start --block stops its node's processes when it ends
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)  # ray start --block stops its node's processes when it ends
     try:
         proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
@@ -60,21 +63,32 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _start_node(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    with (cwd / "ray_start.log").open("w") as log:
+        return subprocess.Popen(command, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _wait_nodes(address: str, count: int, env: dict[str, str], procs: list[subprocess.Popen]) -> None:
-    code = ("import ray, time\nray.init(address=%r, log_to_driver=False)\n"
-            "while sum(n['Alive'] for n in ray.nodes()) < %d: time.sleep(0.5)\n") % (address, count)  # fmt: skip
-    waiter = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _logs(folders: list[Path]) -> str:
+    return "\n".join(f"{f}: {(f / 'ray_start.log').read_text()[-1500:]}" for f in folders)
+
+
+def _wait(ready, procs: list[subprocess.Popen], folders: list[Path], what: str) -> None:
     deadline = time.time() + 180
-    while waiter.poll() is None:
+    while not ready():
         if time.time() > deadline or any(p.poll() is not None for p in procs):
-            waiter.kill()
-            pytest.fail("the two Ray nodes did not come up")
+            pytest.fail(f"{what} did not come up:\n{_logs(folders)}")
         time.sleep(0.5)
-    assert waiter.returncode == 0, waiter.stderr.read().decode()[-2000:] if waiter.stderr else ""
+
+
+def _listening(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _nodes_alive(address: str, env: dict[str, str]) -> int:
+    code = f"import ray\nray.init(address={address!r}, log_to_driver=False)\nprint(sum(n['Alive'] for n in ray.nodes()))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False)
+    return int(out.stdout.split()[-1]) if out.returncode == 0 and out.stdout.split() else 0
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +97,9 @@ def netns_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(reason)
     tag = uuid.uuid4().hex[:6]
     ns, host_link, ns_link = f"evr1-{tag}", f"e1h{tag}", f"e1n{tag}"
-    _sh("ip", "netns", "add", ns)
     procs: list[subprocess.Popen] = []
     try:
+        _sh("ip", "netns", "add", ns)
         _sh("ip", "link", "add", host_link, "type", "veth", "peer", "name", ns_link)
         _sh("ip", "link", "set", ns_link, "netns", ns)
         _sh("ip", "addr", "add", f"{HOST_IP}/30", "dev", host_link)
@@ -97,15 +111,15 @@ def netns_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": str(home)}
         port = _free_port()
         address = f"{HOST_IP}:{port}"
-        common = ["--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats", "--block",
-                  f"--object-store-memory={80 * 2**20}"]  # fmt: skip
-        head_dir, ns_dir = tmp_path_factory.mktemp("head"), tmp_path_factory.mktemp("ns-node")
-        procs.append(_start_node([RAY, "start", "--head", f"--port={port}", f"--node-ip-address={HOST_IP}", *common],
-                                 env, head_dir))  # fmt: skip
-        time.sleep(1)
+        common = ["--num-cpus=1", "--disable-usage-stats", "--block", f"--object-store-memory={80 * 2**20}"]
+        folders = [tmp_path_factory.mktemp("head"), tmp_path_factory.mktemp("ns-node")]
+        procs.append(_start_node([RAY, "start", "--head", f"--port={port}", f"--node-ip-address={HOST_IP}",
+                                  "--include-dashboard=false", *common],
+                                 env, folders[0]))  # fmt: skip
+        _wait(lambda: _listening(HOST_IP, port), procs, folders, "the head node")
         procs.append(_start_node(["ip", "netns", "exec", ns, RAY, "start", f"--address={address}",
-                                  f"--node-ip-address={NS_IP}", *common], env, ns_dir))  # fmt: skip
-        _wait_nodes(address, 2, env, procs)
+                                  f"--node-ip-address={NS_IP}", *common], env, folders[1]))  # fmt: skip
+        _wait(lambda: _nodes_alive(address, env) == 2, procs, folders, "the node in the namespace")
         yield address
     finally:
         for proc in reversed(procs):

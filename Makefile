@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PAIR)
 	# lmms-eval would otherwise move math-verify off the pin the rewards are tested with.
-	$(PY) -m pip install -q -e ".[dev,eval]" math-verify==0.9.0
+	$(PY) -m pip install -q -e ".[dev,eval,cluster]" math-verify==0.9.0
 	touch $@
 
 # Code rewards run answers in bubblewrap: installed with apt-get where missing and we are root, else named.

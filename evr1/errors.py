@@ -4,9 +4,30 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 
-class Evr1Error(Exception):
+def _rebuilt(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
+
+
+class CrossesProcesses:
+    """Mixin for exceptions that cross a process boundary (Ray workers, process pools).
+
+    Python unpickles an exception as `cls(*exc.args)`, which breaks any subclass whose `__init__` takes
+    other arguments than its message (Ray then hands the driver an `UnserializableException`). This one
+    is rebuilt without calling `__init__`: same class, same `args`, same attributes.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        assert isinstance(self, BaseException)
+        return _rebuilt, (type(self), self.args, dict(self.__dict__))
+
+
+class Evr1Error(CrossesProcesses, Exception):
     """An error caused by user input (config, data, names); shown without a traceback."""
 
 

@@ -39,6 +39,7 @@ def RegistryName(registry: str):  # noqa: N802 - reads like a type in annotation
 
 
 PositiveInt = Annotated[int, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
@@ -606,6 +607,9 @@ class ResourcesSpec(Spec):
     reward_workers: PositiveInt = 1
     torch_threads: PositiveInt = 1  # per actor: several actors share the machine's cores
     object_store_memory_mb: PositiveInt = 512
+    placement: Literal["pack", "spread"] = "pack"  # how the placement group lays the actors' bundles on nodes
+    placement_timeout_s: PositiveFloat = 120.0  # refuse when the cluster cannot place the run's actors by then
+    rendezvous_timeout_s: PositiveFloat = 60.0  # refuse when a learner cannot join the others by then
 
     @model_validator(mode="after")
     def _gpus_for_learners(self) -> ResourcesSpec:

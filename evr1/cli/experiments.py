@@ -159,6 +159,7 @@ def run(
 ) -> None:
     """Validate an experiment, write its run directory, and train."""
     from evr1.run_dir import new_run_dir, write_run_dir
+    from evr1.runner.cluster import outside_job_copy
 
     if update_code and resume is None:
         raise ConfigError("--update-code goes with --resume RUN_DIR: a new run copies the current experiment file anyway")
@@ -180,6 +181,7 @@ def run(
             if not dry_run:  # a dry run may check a recipe for a machine that has the data
                 raise ConfigError(missing)
             typer.echo(f"warning: {missing}; a real run stops here", err=True)
+        outside_job_copy(run_dir if run_dir is not None else Path(experiment.trainer.run_root))  # a Ray job's cwd
         target = run_dir if run_dir is not None else new_run_dir(experiment)
         target.mkdir(parents=True, exist_ok=True)
         write_run_dir(target, experiment, source, applied)

@@ -26,7 +26,7 @@ from typing import Any
 
 from evr1.data.importers import import_one
 from evr1.data.records import Record, RecordError, iter_json_objects, record_files, validate_record
-from evr1.errors import Evr1Error
+from evr1.errors import CrossesProcesses, Evr1Error
 from evr1.eval.aggregate import Aggregator
 from evr1.eval.protocols import Official
 from evr1.problem_types import ProblemType
@@ -75,7 +75,7 @@ class WarningLines(logging.Handler):
             self.lines.append(record.getMessage())
 
 
-class FieldError(ValueError):
+class FieldError(CrossesProcesses, ValueError):
     """What a row or a record's meta lacks for its benchmark: the field, and why (`Benchmark` adds file, line, record)."""
 
     def __init__(self, field: str, message: str) -> None:

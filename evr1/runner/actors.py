@@ -67,7 +67,21 @@ class TrainItem:
     ref_logprobs: Any = None
 
 
-class RolloutWorker:
+class Placed:
+    """What every actor answers: where it runs, and what of the run's storage it cannot use."""
+
+    def where(self) -> dict[str, str]:
+        from evr1.runner.cluster import node_address
+
+        return node_address()
+
+    def check_storage(self, paths: Sequence[str], run_dir: str) -> tuple[list[str], str | None]:
+        from evr1.runner.worker_paths import unseen
+
+        return unseen(paths, run_dir)
+
+
+class RolloutWorker(Placed):
     """Generates responses for records of a split, and takes new weights from the learner."""
 
     def __init__(self, exp: Experiment, roots: dict[str, Path], source: ExperimentSource | None = None) -> None:
@@ -117,7 +131,7 @@ class RolloutWorker:
         return {f"eval/{name}/score": float(r["score"]) for name, r in results["benchmarks"].items() if r.get("score") is not None}
 
 
-class RewardWorker:
+class RewardWorker(Placed):
     """Scores responses with the experiment's reward router."""
 
     def __init__(self, exp: Experiment, source: ExperimentSource | None = None) -> None:
@@ -157,7 +171,7 @@ def _scored(model: Any, prompter: Any, items: Sequence[TrainItem]) -> list[Any]:
     return model.compute_logprobs(samples)
 
 
-class LearnerWorker:
+class LearnerWorker(Placed):
     """One data-parallel learner shard (rank `rank` of `world_size`, gloo/NCCL at `address`).
 
     The model is replicated or FSDP-sharded as `exp.resources.learner_sharding` says; sharded,
@@ -172,6 +186,14 @@ class LearnerWorker:
 
         _import(source)
         _threads(exp)
+        if world_size > 1:  # joined here, before the model loads, with the run's connect timeout
+            from evr1.runner import distributed
+            from evr1.runner.learner import default_device
+
+            distributed.init_process_group(
+                rank, world_size, address, backend=distributed.default_backend(default_device()),
+                connect_timeout_s=exp.resources.rendezvous_timeout_s, bind_ip=self.where()["ip"],
+            )  # fmt: skip
         self.processor = load_processor(exp.model)
         self.learner = Learner.from_spec(
             exp.model, exp.algo, exp.optim, exp.trainer,
@@ -207,7 +229,7 @@ class LearnerWorker:
         self.learner.export_hf(directory, self.processor)
 
 
-class ReferenceWorker:
+class ReferenceWorker(Placed):
     """The frozen initial policy: reference log-probs (at the rollout temperature) for the KL term or penalty."""
 
     def __init__(self, exp: Experiment, root: Path, source: ExperimentSource | None = None) -> None:

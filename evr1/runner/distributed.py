@@ -11,6 +11,7 @@ the global batch (`evr1.algos.aggregation.Normaliser`), so the sum is the whole 
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Sequence
 from datetime import timedelta
@@ -18,6 +19,12 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+
+from evr1.errors import Evr1Error
+
+
+class RendezvousError(Evr1Error):
+    """A learner could not join its process group: the message names the rank, its host and the address."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -27,17 +34,34 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def interface_of(ip: str) -> str | None:
+    """The network interface that holds address `ip` on this machine, if any."""
+    import psutil
+
+    return next((name for name, addrs in psutil.net_if_addrs().items() if any(a.address == ip for a in addrs)), None)
+
+
 def default_backend(device: torch.device | str) -> str:
     return "nccl" if torch.device(device).type == "cuda" else "gloo"
 
 
 def init_process_group(
-    rank: int, world_size: int, address: str, *, backend: str | None = None, timeout_s: float = 600.0
+    rank: int,
+    world_size: int,
+    address: str,
+    *,
+    backend: str | None = None,
+    timeout_s: float = 600.0,
+    connect_timeout_s: float = 60.0,
+    bind_ip: str | None = None,
 ) -> None:
     """Join the default process group of `world_size` workers rendezvousing at `address` ("host:port").
 
-    `backend`: gloo (CPU) or nccl (CUDA; default when CUDA is available). A collective that waits
-    longer than `timeout_s` raises instead of hanging.
+    Rank 0 serves the rendezvous store at `address` (on its own node) and the others connect to it.
+    `backend`: gloo (CPU) or nccl (CUDA; default when CUDA is available). A worker that cannot join
+    within `connect_timeout_s` raises `RendezvousError`; a collective that waits longer than
+    `timeout_s` raises instead of hanging. `bind_ip`: this worker's node address; gloo binds on its interface
+    (unless `GLOO_SOCKET_IFNAME` is set).
     """
     if not 0 <= rank < world_size:
         raise ValueError(f"rank {rank} is outside a world of {world_size} workers")
@@ -45,13 +69,21 @@ def init_process_group(
     if not host or not port.isdigit():
         raise ValueError(f"rendezvous address must be 'host:port', got {address!r}")
     backend = backend or default_backend("cuda" if torch.cuda.is_available() else "cpu")
-    dist.init_process_group(
-        backend=backend,
-        init_method=f"tcp://{address}",
-        rank=rank,
-        world_size=world_size,
-        timeout=timedelta(seconds=timeout_s),
-    )
+    if backend == "gloo" and bind_ip and "GLOO_SOCKET_IFNAME" not in os.environ and (name := interface_of(bind_ip)):
+        os.environ["GLOO_SOCKET_IFNAME"] = name  # else gloo binds where the hostname resolves, maybe not this node's link
+    try:
+        store = dist.TCPStore(
+            host, int(port), world_size, is_master=rank == 0, timeout=timedelta(seconds=connect_timeout_s),
+            wait_for_workers=True,
+        )  # fmt: skip
+    except (RuntimeError, OSError) as exc:  # torch's DistStoreError / DistNetworkError are RuntimeErrors
+        joined = "the other workers did not join it" if rank == 0 else "it could not reach it"
+        raise RendezvousError(
+            f"learner rank {rank} of {world_size} on {socket.gethostname()}: rendezvous at {address} failed within"
+            f" {connect_timeout_s:g} s ({joined}): {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
+        ) from None
+    dist.init_process_group(backend=backend, store=store, rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=timeout_s))
 
 
 def destroy_process_group() -> None:

@@ -23,10 +23,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evr1.errors import Evr1Error
+from evr1.errors import ConfigError, Evr1Error
 from evr1.experiment import Experiment
 from evr1.experiment_files import ExperimentSource, import_source
-from evr1.run_dir import FINAL_MODEL, interrupted_message, resume_message
+from evr1.run_dir import FINAL_MODEL, interrupted_message, log_event, resume_message
+from evr1.runner.cluster import cluster_address_label, ray_session
 from evr1.runner.data_failures import FAILURES_FILE, DataFailures
 
 CHECKPOINTS = "checkpoints"
@@ -133,36 +134,66 @@ class Trainer:
 
     # -- workers ------------------------------------------------------------------------------
     def start_workers(self) -> None:
+        """Place every actor in one placement group (refused when the cluster cannot hold them), rendezvous the
+        learners on learner 0's node, check every worker sees the run's files, and record where each landed."""
         import ray
 
         from evr1.engines.vllm_adapter import gpu_requests
         from evr1.runner.actors import LearnerWorker, ReferenceWorker, RewardWorker, RolloutWorker
-        from evr1.runner.distributed import free_port
+        from evr1.runner.cluster import Ask, Placement, cluster_nodes, rendezvous_address
+        from evr1.runner.worker_paths import absolute_source, for_workers
 
         res = self.exp.resources
-        gpus = gpu_requests(res, self.exp.rollout)  # colocated: learner 0 and the engine share a GPU
+        exp, source = for_workers(self.exp), absolute_source(self.source)  # workers run in their node's folder
+        gpus = gpu_requests(res, self.exp.rollout)  # colocated: learner 0 and the engine share a GPU (one bundle)
         cpu = 0.5 if res.num_gpus == 0 else 1
-        roots = {"train": self.train.root, **{v.name: v.root for v in self.vals}}
-        address = f"127.0.0.1:{free_port()}"
-        # with LoRA the KL reference is the learners' own frozen base (adapters off): no second copy of the model
+        roots = {"train": self.train.root.resolve(), **{v.name: v.root.resolve() for v in self.vals}}
+        # with LoRA the KL reference is the learners' own base (adapters off): no second copy of the model
         separate = self.exp.algo.kl.enabled and self.exp.model.lora is None
         learner_gpus, reference_gpus = reference_share(res.num_gpus, gpus, separate)
-        self.learners = [  # created first, so a colocated engine lands on learner 0's GPU
-            ray.remote(num_cpus=cpu, num_gpus=learner_gpus[rank])(LearnerWorker).remote(
-                self.exp, self.train.root, rank, res.learner_workers, address, self.source
+        asks = [Ask(f"learner {rank}", cpu, learner_gpus[rank]) for rank in range(res.learner_workers)]
+        asks.append(Ask("rollout", cpu, gpus.rollout, "learner 0" if gpus.colocated else None))
+        if separate:
+            asks.append(Ask("reference", cpu, reference_gpus, "learner 0" if 0 < reference_gpus < 1 else None))
+        asks += [Ask(f"reward {k}", 0.25) for k in range(res.reward_workers)]
+        self.placement = placement = Placement(asks, res.placement, res.placement_timeout_s)
+        ask = {a.role: a for a in asks}
+
+        def actor(cls: type, role: str) -> Any:
+            return ray.remote(num_cpus=ask[role].cpus, num_gpus=ask[role].gpus)(cls).options(
+                scheduling_strategy=placement.strategy(role)
             )
+
+        address = rendezvous_address(placement, "learner 0") if res.learner_workers > 1 else ""
+        self.learners = [
+            actor(LearnerWorker, f"learner {rank}").remote(exp, roots["train"], rank, res.learner_workers, address, source)
             for rank in range(res.learner_workers)
         ]
-        self.rollout = ray.remote(num_cpus=cpu, num_gpus=gpus.rollout)(RolloutWorker).remote(self.exp, roots, self.source)
-        self.reference = (
-            ray.remote(num_cpus=cpu, num_gpus=reference_gpus)(ReferenceWorker).remote(self.exp, self.train.root, self.source)
-            if separate
-            else None
-        )
+        self.rollout = actor(RolloutWorker, "rollout").remote(exp, roots, source)
+        self.reference = actor(ReferenceWorker, "reference").remote(exp, roots["train"], source) if separate else None
         if self.exp.algo.kl.enabled:
             base = "the learners' base model, LoRA adapters off"
             print(f"KL reference: {'a reference worker' if self.reference is not None else base}")
-        self.rewarders = [ray.remote(num_cpus=0.25)(RewardWorker).remote(self.exp, self.source) for _ in range(res.reward_workers)]
+        self.rewarders = [actor(RewardWorker, f"reward {k}").remote(exp, source) for k in range(res.reward_workers)]
+        workers = {**{f"learner {r}": w for r, w in enumerate(self.learners)}, "rollout": self.rollout,
+                   **({"reference": self.reference} if self.reference else {}),
+                   **{f"reward {k}": w for k, w in enumerate(self.rewarders)}}  # fmt: skip
+        self.check_storage(workers, exp, roots.values(), source)
+        nodes = cluster_nodes()
+        print(f"cluster: {len(nodes)} node(s), address {cluster_address_label(res)}; placement {res.placement}: "
+              + ", ".join(f"{role} on {w['ip']}" for role, w in self.placed.items()))
+        log_event(self.run_dir, "placed", nodes=nodes, actors=self.placed)
+
+    def check_storage(self, workers: Mapping[str, Any], exp: Experiment, roots: Any, source: Any) -> None:
+        """Every worker sees the run's files and writes the run directory where the driver reads it; else refuse."""
+        from evr1.runner.worker_paths import needed, refusal
+
+        paths, run_dir = needed(exp, roots, source), str(self.run_dir.resolve())
+        self.placed = dict(zip(workers, self._get([w.where.remote() for w in workers.values()], 0, "worker (start)")))
+        checks = self._get([w.check_storage.remote(paths, run_dir) for w in workers.values()], 0, "worker (storage check)")
+        problem = refusal({f"{role} on node {self.placed[role]['ip']}": c for role, c in zip(workers, checks)}, self.run_dir)
+        if problem:
+            raise ConfigError(problem)
 
     def _get(self, refs: Any, step: int, what: str) -> Any:
         import ray
@@ -404,7 +435,11 @@ class Trainer:
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
-        self._get([w.save.remote(str(folder / "learner")) for w in self.learners], step, "learner (checkpoint)")
+        learner = (folder / "learner").resolve()
+        self._get([w.save.remote(str(learner)) for w in self.learners], step, "learner (checkpoint)")
+        if not learner.is_dir():  # written by rank 0 on its node: complete only where the driver sees it
+            raise TrainingError(f"learner 0 wrote its checkpoint to {learner} on node {self.placed['learner 0']['ip']},"
+                                " but the driver does not see it: the run directory must be shared storage")
         state = {"step": step, "sampler": self.sampler.state_dict(), "kl_coef": self.kl.value if self.kl else None,
                  "failed_records": self.failures.state_dict()}
         tmp = folder / (TRAINER_STATE + ".tmp")
@@ -419,7 +454,7 @@ class Trainer:
                 f"{folder} was taken after step {state['step']}, beyond this run's trainer.steps={self.exp.trainer.steps}:"
                 " it belongs to another run"
             )
-        self._get([w.load.remote(str(folder / "learner")) for w in self.learners], state["step"], "learner (restore)")
+        self._get([w.load.remote(str((folder / "learner").resolve())) for w in self.learners], state["step"], "learner (restore)")
         self.sampler.load_state_dict(state["sampler"])
         if self.kl is not None and state["kl_coef"] is not None:
             self.kl.value = state["kl_coef"]
@@ -458,7 +493,7 @@ class Trainer:
                     metrics.update(self.validate(step))
                 if self.exp.eval.every_steps and self.exp.eval.benchmarks and step % self.exp.eval.every_steps == 0:
                     out = self.run_dir / "eval" / f"step_{step:06d}"
-                    metrics.update(self._get(self.rollout.evaluate.remote(str(out)), step, "rollout worker (evaluation)"))
+                    metrics.update(self._get(self.rollout.evaluate.remote(str(out.resolve())), step, "rollout worker (evaluation)"))
                 logger.log(step, metrics)
                 bar.set_postfix(
                     reward=f"{metrics.get('reward/online_score', 0):.2f}",
@@ -474,7 +509,11 @@ class Trainer:
             write_report(self.run_dir, read_metrics(self.run_dir), self.exp.name)
             raise
         logger.close()
-        self._get([w.export.remote(str(self.run_dir / FINAL_MODEL)) for w in self.learners], t.steps, "learner (export)")
+        final = (self.run_dir / FINAL_MODEL).resolve()
+        self._get([w.export.remote(str(final)) for w in self.learners], t.steps, "learner (export)")
+        if not final.is_dir():
+            raise TrainingError(f"learner 0 exported {final} on node {self.placed['learner 0']['ip']}, but the driver"
+                                " does not see it: the run directory must be shared storage")
         rows = read_metrics(self.run_dir)
         write_report(self.run_dir, rows, self.exp.name)
         return rows
@@ -503,36 +542,6 @@ def shard_groups(items: Sequence[Any], workers: int, mini_batches: int) -> list[
     `(group_id // mini_batches) % workers` spreads the groups of each mini-batch over the workers.
     """
     return [[item for item in items if (item.group_id // mini_batches) % workers == k] for k in range(workers)]
-
-
-def ray_session(resources: Any):
-    """An embedded local Ray (or the cluster at `ray_address`); reuses one already running."""
-    import contextlib
-
-    import ray
-
-    @contextlib.contextmanager
-    def session():
-        if ray.is_initialized():
-            yield
-            return
-        if resources.ray_address:
-            ray.init(address=resources.ray_address, log_to_driver=True)
-        else:
-            ray.init(
-                num_cpus=resources.num_cpus or 2,
-                num_gpus=resources.num_gpus,
-                include_dashboard=False,
-                object_store_memory=resources.object_store_memory_mb * 2**20,
-                log_to_driver=True,
-                configure_logging=False,
-            )
-        try:
-            yield
-        finally:
-            ray.shutdown()
-
-    return session()
 
 
 def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: ExperimentSource | None = None) -> list[dict[str, Any]]:

@@ -11,7 +11,8 @@ FFMPEG_LIBS := libavcodec59 libavformat59 libavfilter8 libavdevice59 libswscale6
 
 $(VENV)/.installed: pyproject.toml
 	# torchcodec (a decoder option, in the dev extra) loads the system's FFmpeg libraries.
-	ldconfig -p | grep -q libavfilter || { apt-get update -q && apt-get install -y -q --no-install-recommends $(FFMPEG_LIBS); }
+	ldconfig -p | grep -q libavfilter || { apt-get update -q && apt-get install -y -q --no-install-recommends $(FFMPEG_LIBS); } \
+		|| echo "missing: FFmpeg 5.1 libraries ($(FFMPEG_LIBS)), needed by decoder='torchcodec' only"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PAIR)

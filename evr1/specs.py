@@ -527,6 +527,20 @@ class TrainerSpec(Spec):
     run_root: str = "runs"
     tensorboard: bool = True
     wandb_project: str | None = None  # log to Weights & Biases too (needs `pip install wandb`)
+    # Checkpoint retention: after each save keep the newest `keep_checkpoints` (0: keep all) and, with `keep_best`
+    # (a logged metric such as "val/data/val/accuracy"), also the one whose step has its best value so far
+    # (highest, or lowest with best_mode="min"; a step that did not log it counts its latest earlier value).
+    keep_checkpoints: Annotated[int, Field(ge=0)] = 0
+    keep_best: str | None = None
+    best_mode: Literal["max", "min"] = "max"
+
+    @model_validator(mode="after")
+    def _retention(self) -> TrainerSpec:
+        if self.keep_best is not None and not self.keep_checkpoints:
+            raise ValueError("trainer.keep_best goes with trainer.keep_checkpoints > 0 (with 0 every checkpoint is kept)")
+        if self.keep_checkpoints and not self.save_every:
+            raise ValueError("trainer.keep_checkpoints needs trainer.save_every > 0: this run saves no checkpoints")
+        return self
 
 
 class ResourcesSpec(Spec):

@@ -36,6 +36,8 @@ def check(
     out: Annotated[Optional[Path], typer.Option("--out", help="Write every problem to this report (.json or .md).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
     decoder: Annotated[str, typer.Option(help="Open videos with this decoder (pyav or decord): the experiment's video.decoder.")] = "pyav",
+    experiment: Annotated[Optional[str], typer.Option("--experiment", "-e", help="NAME[:VARIANT]: warn about prompts over its"
+                          " rollout.max_prompt_tokens, with its model's tokenizer and its prompt settings.")] = None,
 ) -> None:
     """Validate records, their reference answers (as their rewards read them), curated answers and their
     media; print counts by problem type and modality. Exit 1 on any error or missing/unreadable media file."""
@@ -55,7 +57,9 @@ def check(
     def bar(total: int) -> tqdm:
         return tqdm(total=total, unit="file", desc="probing media", disable=None if total >= 50 else True, dynamic_ncols=True)
 
-    result = check_data(files, data_root, probe=probe, progress=bar, decoder=decoder)
+    lengths, limit = _prompt_lengths(experiment) if experiment is not None else (None, None)
+    result = check_data(files, data_root, probe=probe, progress=bar, decoder=decoder, prompt_tokens=lengths,
+                        max_prompt_tokens=limit)
     errors, warnings = result.of("error"), result.of("warning")
     shown: Counter[str] = Counter()
     for problem in result.problems:  # in file and line order, at most max_shown of each severity
@@ -85,6 +89,23 @@ def check(
         console.print(f"report: {write_report(result, out)}")
     if errors or result.media or (strict and warnings):
         raise typer.Exit(1)
+
+
+def _prompt_lengths(name: str):
+    """A record's prompt length without its media tokens, as the experiment `name` builds it, and its limit."""
+    from evr1.data.prompting import question_text
+    from evr1.experiment import build_experiment
+    from evr1.experiment_files import load_config
+    from evr1.models import load_processor
+    from evr1.models.prompts import build_prompt, chat_messages
+
+    exp = build_experiment(load_config(name)[0])
+    processor, spec = load_processor(exp.model), exp.data.prompt
+
+    def length(record) -> int:
+        return len(build_prompt(processor, chat_messages(question_text(record, spec), [], spec.system)))
+
+    return length, exp.rollout.max_prompt_tokens
 
 
 def _summary(counts: Counter[tuple[str, str]]) -> Table:

@@ -45,7 +45,8 @@ class MediaLoadError(Evr1Error):
 
     def __init__(self, failure: MediaFailure) -> None:
         self.failure = failure
-        super().__init__(f"record {failure.record!r}: {failure.kind} {failure.file!r} cannot be loaded: {failure.detail}")
+        what = "" if failure.kind == "prompt" else f"{failure.kind} {failure.file!r} cannot be loaded: "
+        super().__init__(f"record {failure.record!r}: {what}{failure.detail}")
 
 
 def _load_failure(record: Record, ref: MediaRef, exc: Exception) -> MediaFailure:
@@ -85,11 +86,18 @@ def box_units_of(processor: Any) -> BoxUnits:
     return model_box_units(family(processor))
 
 
-class RecordPrompter:
-    """Builds (and memoises by record id) the prompt of each record."""
+def too_long(record: Record, length: int, limit: int) -> MediaFailure:
+    """The data failure of a record whose prompt has `length` tokens, over `limit` (rollout.max_prompt_tokens)."""
+    return MediaFailure(record.id, "", "prompt", "prompt_too_long",
+                        f"the prompt has {length} tokens, over rollout.max_prompt_tokens={limit}")
 
-    def __init__(self, processor: Any, loader: MediaLoader, spec: PromptSpec) -> None:
-        self.processor, self.loader, self.spec = processor, loader, spec
+
+class RecordPrompter:
+    """Builds (and memoises by record id) the prompt of each record. With `max_tokens`, a prompt longer than
+    that is a failure of its record (`too_long`), as media that cannot be loaded are."""
+
+    def __init__(self, processor: Any, loader: MediaLoader, spec: PromptSpec, max_tokens: int | None = None) -> None:
+        self.processor, self.loader, self.spec, self.max_tokens = processor, loader, spec, max_tokens
         self.box_units = box_units_of(processor)
         self._memo: dict[str, Any] = {}
         self.shown: dict[str, Shown] = {}  # record id -> what the model was shown (records with media)
@@ -104,7 +112,10 @@ class RecordPrompter:
             self.media_loaded += len(media)
             self.cache_hits += sum(m.cache_hit for m in media)
             messages = chat_messages(question_text(record, self.spec), [m.kind for m in media], self.spec.system)
-            self._memo[record.id] = build_prompt(self.processor, messages, [m.processor_inputs() for m in media])
+            prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media])
+            if self.max_tokens is not None and len(prompt) > self.max_tokens:
+                raise MediaLoadError(too_long(record, len(prompt), self.max_tokens))
+            self._memo[record.id] = prompt
             shown = shown_of(media, self.box_units)
             if shown is not None:
                 self.shown[record.id] = shown
@@ -120,7 +131,7 @@ class RecordPrompter:
         return [self(r) for r in records]
 
     def attempt(self, record: Record) -> Any:
-        """The record's prompt, or the `MediaFailure` of the media that cannot be loaded."""
+        """The record's prompt, or its `MediaFailure` (media that cannot be loaded, a prompt over `max_tokens`)."""
         try:
             return self(record)
         except MediaLoadError as exc:

@@ -432,6 +432,7 @@ class Trainer:
 
         from evr1.runner.metrics import MetricsLogger, read_metrics, sampled_accuracy, truncate_jsonl
         from evr1.runner.report import write_report
+        from evr1.runner.retention import prune_checkpoints
 
         t = self.exp.trainer
         self.start_workers()
@@ -467,6 +468,7 @@ class Trainer:
                 )
                 if t.save_every and step % t.save_every == 0:
                     self.save(step)
+                    prune_checkpoints(self.run_dir, t, read_metrics(self.run_dir))
         except TrainingError as exc:  # e.g. too many unreadable media: report what was logged, then fail
             if getattr(exc, "metrics", None):
                 logger.log(self.current_step, exc.metrics)

@@ -218,6 +218,9 @@ class RolloutSpec(Spec):
     temperature: Annotated[float, Field(ge=0)] = 1.0  # 0: greedy, one response per prompt (n must be 1)
     top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
     top_k: int = -1  # -1: off; else the k most likely tokens
+    min_p: Annotated[float, Field(ge=0, le=1)] = 0.0  # 0: off; else drop tokens below min_p x the top probability
+    repetition_penalty: Annotated[float, Field(gt=0)] = 1.0  # 1: off; >1 discourages tokens of the prompt and response
+    stop: tuple[Annotated[str, Field(min_length=1)], ...] = ()  # a response ends with the first of these it writes
     max_prompt_tokens: PositiveInt = 4096
     max_response_tokens: PositiveInt = 512
     tensor_parallel_size: PositiveInt = 1
@@ -238,6 +241,12 @@ class RolloutSpec(Spec):
             raise ValueError(
                 f"temperature=0 is greedy decoding, one response per prompt: set n=1 (got n={self.n}) or temperature > 0"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _vllm_temperature(self) -> RolloutSpec:
+        if self.engine == "vllm" and (self.temperature > 2 or 0 < self.temperature < 0.01):
+            raise ValueError(f"the vllm engine samples at temperature 0 or in [0.01, 2] (got {self.temperature})")
         return self
 
     @model_validator(mode="after")

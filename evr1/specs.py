@@ -156,10 +156,17 @@ class CacheSpec(Spec):
 
 
 class PromptSpec(Spec):
-    """How a record becomes the user turn: the question, lettered options, then the instruction."""
+    """How a record becomes the user turn: the question, lettered options, then the instruction.
+
+    `chat_template`: a Jinja file rendering the chat in place of the processor's own template (None),
+    e.g. a fine-tuned model's; it gets what HF chat templates get (`messages`, `add_generation_prompt`)
+    and must write each media item's placeholder as the processor's template does. `evr1 data prompt`
+    prints the prompt a record gets.
+    """
 
     system: str | None = None  # None: the chat template's default system prompt
     instruction: str = "Give the final answer inside <answer></answer>."
+    chat_template: str | None = None
 
 
 class SynthSpec(Spec):

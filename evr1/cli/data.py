@@ -93,7 +93,7 @@ def check(
 
 def _prompt_lengths(name: str):
     """A record's prompt length without its media tokens, as the experiment `name` builds it, and its limit."""
-    from evr1.data.prompting import question_text
+    from evr1.data.prompting import load_chat_template, question_text
     from evr1.experiment import build_experiment
     from evr1.experiment_files import load_config
     from evr1.models import load_processor
@@ -101,9 +101,11 @@ def _prompt_lengths(name: str):
 
     exp = build_experiment(load_config(name)[0])
     processor, spec = load_processor(exp.model), exp.data.prompt
+    template = load_chat_template(spec)
 
     def length(record) -> int:
-        return len(build_prompt(processor, chat_messages(question_text(record, spec), [], spec.system)))
+        messages = chat_messages(question_text(record, spec), [], spec.system)
+        return len(build_prompt(processor, messages, chat_template=template))
 
     return length, exp.rollout.max_prompt_tokens
 
@@ -119,6 +121,28 @@ def _summary(counts: Counter[tuple[str, str]]) -> Table:
     totals = [sum(n for (_, modality), n in counts.items() if modality == m) for m in _MODALITIES]
     table.add_row("total", *map(str, totals), str(sum(totals)), style="bold")
     return table
+
+
+@app.command()
+def prompt(
+    experiment: Annotated[str, typer.Argument(help="NAME[:VARIANT] of the experiment whose model, prompt and media settings build it.")],
+    records: Annotated[Optional[Path], typer.Option(help="A JSON/JSONL record file (default: the experiment's first data.train file).")] = None,
+    index: Annotated[int, typer.Option(min=0, help="The record's position in the file, from 0.")] = 0,
+    record_id: Annotated[Optional[str], typer.Option("--id", help="The record's id (instead of --index).")] = None,
+    overrides: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="Override a field of the experiment: PATH=VALUE.")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Print every media placeholder token, not one per run.")] = False,
+) -> None:
+    """Print the exact prompt the experiment gives a record (chat template, system prompt, options, instruction,
+    media placeholders) and its token count: text tokens and media tokens."""
+    from evr1.data.prompt_view import prompt_view
+    from evr1.experiment import apply_overrides, build_experiment
+    from evr1.experiment_files import load_config
+
+    cfg, _ = load_config(experiment)
+    apply_overrides(cfg, overrides or [])
+    view = prompt_view(build_experiment(cfg), records, index, record_id, collapse=not full)
+    console.print(view.header, markup=False)
+    print(view.text)
 
 
 @app.command()

@@ -65,10 +65,13 @@ def plain(value):
 
 
 def missing_file(experiment) -> str | None:
-    """The first input file of `experiment` that does not exist: a data file (see `missing_data_file`)
-    or the curated responses of `mixer.file`."""
+    """The first input file of `experiment` that does not exist: a data file (see `missing_data_file`),
+    the chat template of `data.prompt.chat_template` or the curated responses of `mixer.file`."""
     if (missing := missing_data_file(experiment.data)) is not None:
         return missing
+    template = experiment.data.prompt.chat_template
+    if template is not None and not Path(template).is_file():
+        return f"data.prompt.chat_template {template} does not exist"
     file = experiment.mixer.file
     return f"mixer.file {file} does not exist" if file is not None and not Path(file).is_file() else None
 

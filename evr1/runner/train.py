@@ -522,6 +522,7 @@ def ray_session(resources: Any):
             ray.init(address=resources.ray_address, log_to_driver=True)
         else:
             ray.init(
+                address="local",  # a new embedded Ray, even when another one on this machine is found (Ray's default joins it)
                 num_cpus=resources.num_cpus or 2,
                 num_gpus=resources.num_gpus,
                 include_dashboard=False,

@@ -59,10 +59,11 @@ def held_experiment(file: Path, base: str, run_dir: Path, after_step: int) -> Pa
     return file
 
 
-def wait_until_held(proc: subprocess.Popen, run_dir: Path, timeout_s: float = 300) -> None:
-    """Return once the run of `proc` in `run_dir` is held; fail if it ends or `timeout_s` passes first."""
+def wait_until_held(proc: subprocess.Popen, run_dir: Path, timeout_s: float = 900, log: Path | None = None) -> None:
+    """Return once the run of `proc` in `run_dir` is held; fail if it ends or `timeout_s` passes first (showing
+    the end of `log`, the run's stderr, when given)."""
     deadline = time.monotonic() + timeout_s
     while not held_marker(run_dir).exists():
-        assert proc.poll() is None, "the run ended before it was held"
+        assert proc.poll() is None, "the run ended before it was held:\n" + (log.read_text()[-3000:] if log else "")
         assert time.monotonic() < deadline, f"the run was not held within {timeout_s:g} s"
         time.sleep(0.1)

@@ -60,7 +60,7 @@ def test_a_reward_registered_in_the_experiment_file_scores_an_interrupted_and_re
     with (tmp_path / "err.txt").open("w") as err_file:  # a file, not a pipe a chatty run could fill
         proc = subprocess.Popen([EVR1, "run", *args], cwd=project, stdout=subprocess.DEVNULL, stderr=err_file, text=True)
         try:
-            wait_until_held(proc, run_dir)
+            wait_until_held(proc, run_dir, log=tmp_path / "err.txt")
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)

@@ -183,14 +183,18 @@ class SynthSpec(Spec):
 class DataSpec(Spec):
     """Training and validation data, and how their media are prepared.
 
-    `data_root` is where media paths are resolved; by default each record file's own folder.
-    `max_failed_records`: the share of training records whose media may fail to load (each is
-    dropped and logged in `data_failures.jsonl`) before the run stops; at least one is allowed
-    unless it is 0.
+    `train`/`val` name JSON/JSONL or Parquet files, Hugging Face datasets saved with `save_to_disk`
+    (local only: nothing is downloaded), or folders of record files. `columns` maps record fields to
+    the names the files use (e.g. `{"problem": "question", "answer": "solution"}`); in tables, columns
+    that are no record field are ignored. `data_root` is where media paths are resolved; by default
+    each record file's own folder. `max_failed_records`: the share of training records whose media
+    may fail to load (each is dropped and logged in `data_failures.jsonl`) before the run stops; at
+    least one is allowed unless it is 0.
     """
 
     train: tuple[str, ...] = ()  # record files or folders; one path alone is read as a one-element tuple
     val: tuple[str, ...] = ()  # likewise
+    columns: dict[str, str] = Field(default_factory=dict)  # record field -> column name in the files
     data_root: str | None = None
     prompt: PromptSpec = Field(default_factory=PromptSpec)
     synth: SynthSpec | None = None
@@ -205,6 +209,18 @@ class DataSpec(Spec):
     @classmethod
     def _one_path(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
+
+    @field_validator("columns")
+    @classmethod
+    def _record_fields(cls, value: dict[str, str]) -> dict[str, str]:
+        from evr1.data.records import Record
+        from evr1.errors import suggest
+
+        for field in value:
+            if field not in Record.model_fields:
+                raise ValueError(f"{field!r} is not a record field.{suggest(field, Record.model_fields)}"
+                                 f" Record fields: {', '.join(Record.model_fields)}")
+        return value
 
 
 _VLLM_FIELDS = ("tensor_parallel_size", "gpu_memory_utilization", "colocate", "enforce_eager")

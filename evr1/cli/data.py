@@ -37,7 +37,10 @@ def check(
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
     decoder: Annotated[str, typer.Option(help="Open videos with this decoder (pyav or decord): the experiment's video.decoder.")] = "pyav",
     experiment: Annotated[Optional[str], typer.Option("--experiment", "-e", help="NAME[:VARIANT]: warn about prompts over its"
-                          " rollout.max_prompt_tokens, with its model's tokenizer and its prompt settings.")] = None,
+                          " rollout.max_prompt_tokens, with its model's tokenizer and its prompt settings; read the files"
+                          " with its data.columns.")] = None,
+    column: Annotated[Optional[list[str]], typer.Option("--column", help="FIELD=COLUMN: the files' name for a record field"
+                      " (as data.columns). Repeatable.")] = None,
 ) -> None:
     """Validate records, their reference answers (as their rewards read them), curated answers and their
     media; print counts by problem type and modality. Exit 1 on any error or missing/unreadable media file."""
@@ -57,9 +60,20 @@ def check(
     def bar(total: int) -> tqdm:
         return tqdm(total=total, unit="file", desc="probing media", disable=None if total >= 50 else True, dynamic_ncols=True)
 
-    lengths, limit = _prompt_lengths(experiment) if experiment is not None else (None, None)
+    lengths, limit, columns = _prompt_lengths(experiment) if experiment is not None else (None, None, {})
+    for item in column or []:
+        field, sep, name = item.partition("=")
+        if not sep or not field or not name:
+            raise ConfigError(f"--column {item!r}: expected FIELD=COLUMN, e.g. problem=question")
+        columns[field] = name
+    from evr1.specs import DataSpec
+
+    try:
+        columns = DataSpec(columns=columns).columns  # the fields checked as the spec checks them
+    except ValueError as exc:
+        raise ConfigError(f"--column: {exc}") from None
     result = check_data(files, data_root, probe=probe, progress=bar, decoder=decoder, prompt_tokens=lengths,
-                        max_prompt_tokens=limit)
+                        max_prompt_tokens=limit, columns=columns)
     errors, warnings = result.of("error"), result.of("warning")
     shown: Counter[str] = Counter()
     for problem in result.problems:  # in file and line order, at most max_shown of each severity
@@ -92,7 +106,8 @@ def check(
 
 
 def _prompt_lengths(name: str):
-    """A record's prompt length without its media tokens, as the experiment `name` builds it, and its limit."""
+    """A record's prompt length without its media tokens as the experiment `name` builds it, its limit, and the
+    experiment's `data.columns`."""
     from evr1.data.prompting import load_chat_template, question_text
     from evr1.experiment import build_experiment
     from evr1.experiment_files import load_config
@@ -107,7 +122,7 @@ def _prompt_lengths(name: str):
         messages = chat_messages(question_text(record, spec), [], spec.system)
         return len(build_prompt(processor, messages, chat_template=template))
 
-    return length, exp.rollout.max_prompt_tokens
+    return length, exp.rollout.max_prompt_tokens, dict(exp.data.columns)
 
 
 def _summary(counts: Counter[tuple[str, str]]) -> Table:

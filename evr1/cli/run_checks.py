@@ -28,7 +28,7 @@ def long_offline_answers(experiment) -> str | None:
     from evr1.data.records import read_records
     from evr1.models import load_processor
 
-    responses = offline_responses(mixer, read_records(list(data.train)))
+    responses = offline_responses(mixer, read_records(list(data.train), data.columns))
     limit = experiment.rollout.max_response_tokens
     long = over_budget(responses, load_processor(experiment.model).tokenizer, limit)
     if not long:

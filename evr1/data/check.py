@@ -163,12 +163,13 @@ def check_data(
     paths: Sequence[Path], data_root: Path | None = None, *, probe: bool = True, workers: int = 4,
     progress: Callable[[int], Any] | None = None, decoder: str = "pyav",
     prompt_tokens: Callable[[Record], int] | None = None, max_prompt_tokens: int | None = None,
+    columns: dict[str, str] | None = None,
 ) -> CheckResult:
     """Every problem of the record files (or folders) `paths`, in file and line order; see the module doc.
 
     `progress(total)` returns a tqdm-like bar (`update`, `close`) for the media probe; `decoder` opens the videos.
     With `prompt_tokens` (a record's prompt length without its media tokens) and `max_prompt_tokens`, a record
-    over the limit is a warning: a run drops it as a data failure.
+    over the limit is a warning: a run drops it as a data failure. `columns`: record field -> the files' column.
     """
     from evr1.rewards.reference_check import offline_warnings, reference_errors
 
@@ -176,7 +177,7 @@ def check_data(
     files = _files(paths, result)
     result.files = [str(f) for f in files]
     records: list[tuple[Located, Record]] = []
-    for where, found in scan_records(files):
+    for where, found in scan_records(files, columns):
         if isinstance(found, Record):
             records.append((where, found))
             result.counts[found.problem_type.value, found.modality] += 1

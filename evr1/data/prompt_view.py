@@ -20,10 +20,10 @@ class PromptView:
     text: str  # the prompt text, media placeholders included
 
 
-def pick_record(file: Path, index: int, record_id: str | None) -> tuple[Record, int]:
-    """The record at `index` (counting every JSON object of `file` from 0) or with id `record_id`, and its line.
-    A record that breaks the schema raises its `RecordError` (file:line, field)."""
-    found = list(scan_records(file))
+def pick_record(file: Path, index: int, record_id: str | None, columns: dict[str, str] | None = None) -> tuple[Record, int]:
+    """The record at `index` (counting every JSON object or row of `file` from 0) or with id `record_id`, and its
+    line. A record that breaks the schema raises its `RecordError` (file:line, field)."""
+    found = list(scan_records(file, columns))
     if record_id is not None:
         matches = [(where, r) for where, r in found if isinstance(r, Record) and r.id == record_id]
         if not matches:
@@ -58,9 +58,9 @@ def prompt_view(experiment, records: Path | None, index: int = 0, record_id: str
         if not data.train:
             raise ConfigError("the experiment has no data.train file: pass --records FILE")
         records = Path(data.train[0])
-    if not records.is_file():
+    if not records.exists():
         raise ConfigError(f"--records {records} does not exist")
-    record, line = pick_record(records, index, record_id)
+    record, line = pick_record(records, index, record_id, data.columns)
     processor = load_processor(experiment.model)
     root = Path(data.data_root) if data.data_root is not None else records.parent
     prompter = RecordPrompter(processor, MediaLoader(data.video, data.image, data.cache, processor, root), data.prompt)

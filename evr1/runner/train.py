@@ -96,7 +96,8 @@ class Trainer:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
         self.vals = val_splits(exp.data)
-        self.failures = DataFailures(self.run_dir, {"train": exp.data.train, **{v.name: (f,) for v, f in zip(self.vals, exp.data.val)}})
+        self.failures = DataFailures(self.run_dir, {"train": exp.data.train, **{v.name: (f,) for v, f in zip(self.vals, exp.data.val)}},
+                                     exp.data.columns)
         self.processor = load_processor(exp.model)
         tokenizer = self.processor.tokenizer
         self.mixer = None  # built (every offline response tokenised and checked) before the cache and the workers

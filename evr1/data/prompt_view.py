@@ -50,7 +50,7 @@ def prompt_view(experiment, records: Path | None, index: int = 0, record_id: str
                 collapse: bool = True) -> PromptView:
     """The prompt `experiment` builds for a record of `records` (default: its first `data.train` file)."""
     from evr1.data.loader import MediaLoader
-    from evr1.data.prompting import RecordPrompter
+    from evr1.data.prompting import RecordPrompter, load_chat_template
     from evr1.models import load_processor
 
     data = experiment.data
@@ -61,6 +61,7 @@ def prompt_view(experiment, records: Path | None, index: int = 0, record_id: str
     if not records.exists():
         raise ConfigError(f"--records {records} does not exist")
     record, line = pick_record(records, index, record_id, data.columns)
+    load_chat_template(data.prompt)  # a broken template is said before the model loads
     processor = load_processor(experiment.model)
     root = Path(data.data_root) if data.data_root is not None else records.parent
     prompter = RecordPrompter(processor, MediaLoader(data.video, data.image, data.cache, processor, root), data.prompt)

@@ -1,6 +1,7 @@
 """What `evr1 run` checks before and as it starts: the model name (with a did-you-mean), curated answers
-longer than the response budget (a dry-run warning), a config refused at start (start a new run, no run
-directory left), and a run folder per variant."""
+longer than the response budget (a dry-run warning, checked in process: the CLI prints it as the hub
+note is printed), a config refused at start (start a new run, no run directory left), and a run folder
+per variant."""
 
 from __future__ import annotations
 
@@ -26,18 +27,27 @@ def test_a_dry_run_notes_a_hub_model_not_cached_here(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_dry_run_warns_about_curated_answers_longer_than_the_response_budget(tmp_path: Path) -> None:
+def test_curated_answers_longer_than_the_response_budget_are_counted_with_an_example(tmp_path: Path, model_cache: Path) -> None:
+    from evr1.cli.run_checks import long_offline_answers
+    from evr1.experiment import Experiment
+    from evr1.models.testing import tiny_spec
+    from evr1.specs import DataSpec, MixerSpec, RolloutSpec
+
     rows = [{"id": f"r{i}", "problem": "Which?", "problem_type": "multiple_choice", "options": ["x", "y"], "answer": "A",
              "offline_response": text} for i, text in enumerate(["A", "A " * 30, "B " * 40])]
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = evr1("run", "quickstart", "--dry-run", "--set", f"data.train=('{data}',)", "--set", "data.val=()",
-               "--set", "rollout.max_response_tokens=8", "--set", f"trainer.run_root='{tmp_path / 'runs'}'")
-    assert out.returncode == 0, out.stderr
-    warning = " ".join(out.stderr.split())
-    assert ("warning: 2 of 3 curated offline answers are longer than rollout.max_response_tokens=8 (with the stop"
-            " token) and are cut to it, e.g. record 'r1':") in warning
-    assert not (tmp_path / "runs").exists()
+    exp = Experiment(model=tiny_spec("qwen2.5-vl", model_cache), data=DataSpec(train=(str(data),)),
+                     rollout=RolloutSpec(n=4, max_response_tokens=8), mixer=MixerSpec(name="offline_k", k=1))
+    warning = long_offline_answers(exp)
+    assert warning is not None and warning.startswith(
+        "2 of 3 curated offline answers are longer than rollout.max_response_tokens=8 (with the stop token) and are cut"
+        " to it, e.g. record 'r1': ")
+    length = int(warning.rpartition(": ")[2].split()[0])
+    assert length > 8
+    roomy = exp.model_copy(update={"rollout": RolloutSpec(n=4, max_response_tokens=length + 50)})
+    assert long_offline_answers(roomy) is None
+    assert long_offline_answers(exp.model_copy(update={"mixer": MixerSpec()})) is None  # no mixer: nothing to cut
 
 
 def test_a_config_refused_as_the_run_starts_says_start_a_new_run_and_leaves_no_run_directory(tmp_path: Path) -> None:

@@ -4,12 +4,19 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
+
+from evr1.data.prompt_view import collapse_runs, pick_record
+from evr1.data.prompting import load_chat_template
+from evr1.errors import ConfigError, Evr1Error
+from evr1.specs import PromptSpec
 
 EVR1 = str(Path(sys.executable).with_name("evr1"))
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,10 +60,26 @@ def test_the_prompt_of_a_record_through_a_chat_template_file(tmp_path: Path) -> 
     total = len(tokenizer(EXPECTED.replace("<|image_pad|>×4", "<|image_pad|>" * 4))["input_ids"])
     assert header.endswith(f": {total} tokens ({total - 4} text, 0 video, 4 image)")
 
-    full = evr1(*args, "--index", "1", "--full")  # the same record by position, every placeholder printed
-    assert full.stdout.partition("\n")[2] == EXPECTED.replace("<|image_pad|>×4", "<|image_pad|>" * 4) + "\n"
-    past = evr1(*args, "--index", "2")
-    assert past.returncode == 2 and f"--index 2: {tmp_path / 'd.jsonl'} holds 2 records (counted from 0)" in past.stderr
+
+def test_records_are_picked_by_position_or_id(tmp_path: Path) -> None:
+    rows = [{"id": "a", "problem": "?", "problem_type": "boolean", "answer": True}, {"id": "b", "problem": "?"},
+            {"id": "c", "problem": "?", "problem_type": "boolean", "answer": False}]
+    file = tmp_path / "d.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [(r.id, line) for r, line in (pick_record(file, 2, None), pick_record(file, 0, "c"))] == [("c", 3), ("c", 3)]
+    for index, record_id, message in [(3, None, f"--index 3: {file} holds 3 records (counted from 0)"),
+                                      (0, "z", f"{file} holds no valid record with id 'z'"),
+                                      (1, None, f"{file}:2: field 'problem_type'")]:
+        with pytest.raises(Evr1Error, match=re.escape(message)):
+            pick_record(file, index, record_id)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("a<|video_pad|><|video_pad|><|video_pad|>b<|image_pad|>", "a<|video_pad|>×3b<|image_pad|>×1"), ("plain", "plain")],
+)
+def test_runs_of_placeholders_print_once_with_their_length(text: str, expected: str) -> None:
+    assert collapse_runs(text, ("<|video_pad|>", "<|image_pad|>")) == expected
 
 
 def test_a_broken_or_missing_template_names_the_file(tmp_path: Path) -> None:
@@ -66,5 +89,5 @@ def test_a_broken_or_missing_template_names_the_file(tmp_path: Path) -> None:
     bad = evr1(*base, "--set", f"data.prompt.chat_template='{tmp_path / 'bad.jinja'}'")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert f"data.prompt.chat_template: {tmp_path / 'bad.jinja'}:2: not a valid Jinja template" in " ".join(bad.stderr.split())
-    gone = evr1(*base, "--set", f"data.prompt.chat_template='{tmp_path / 'none.jinja'}'")
-    assert gone.returncode == 2 and f"data.prompt.chat_template: {tmp_path / 'none.jinja'} does not exist" in gone.stderr
+    with pytest.raises(ConfigError, match=re.escape(f"data.prompt.chat_template: {tmp_path / 'none.jinja'} does not exist")):
+        load_chat_template(PromptSpec(chat_template=str(tmp_path / "none.jinja")))

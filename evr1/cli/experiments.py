@@ -349,8 +349,8 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
         lines = [line for line in str(exc).splitlines() if line.strip()] or [""]
         error = type(exc).__name__ + ": " + (lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1].strip()}")
         step = getattr(exc, "evr1_step", None) or stopped_step(target)  # `train` says which step was running
-        if isinstance(exc, ConfigError) and not step:  # the recorded config itself: a resume would load it again
-            _config_refused(target, resume, exc)
+        if isinstance(exc, ConfigError) and not step and not resume:  # a resume would load the same config again
+            _config_refused(target, exc)
         log_event(target, "failed", step=step, error=error, in_experiment_code=code is not None)
         if isinstance(exc, Evr1Error):
             typer.echo(f"error: {exc}", err=True)
@@ -361,20 +361,15 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
     log_event(target, "finished")
 
 
-def _config_refused(target: Path, resume: bool, exc: ConfigError) -> None:
-    """Report a config refused as the run started, before step 1, and exit 2. `--resume` cannot fix it (it reloads
-    the recorded config), so the message says to start a new run; a new run's directory is removed again."""
-    from evr1.run_dir import discard_run_dir, log_event
+def _config_refused(target: Path, exc: ConfigError) -> None:
+    """Report a new run's config refused as the run started, before step 1, remove its run directory again and
+    exit 2: `--resume` cannot fix it (it reloads the recorded config), so the message says to start a new run."""
+    from evr1.run_dir import discard_run_dir
 
+    discard_run_dir(target)
     typer.echo(f"error: {exc}", err=True)
-    if resume:
-        log_event(target, "failed", step=0, error=f"ConfigError: {str(exc).splitlines()[0]}", in_experiment_code=False)
-        typer.echo("the run's recorded config was refused before step 1: `--resume` would load it again; start a new run"
-                   " (`evr1 run NAME ...`) with the config fixed", err=True)
-    else:
-        discard_run_dir(target)
-        typer.echo("the config was refused before step 1 (the run directory is removed again): fix it and start a new"
-                   " run", err=True)
+    typer.echo("the config was refused before step 1 (the run directory is removed again): fix it and start a new run",
+               err=True)
     raise typer.Exit(2)
 
 

@@ -4,7 +4,8 @@ Each row is one record, located as `FILE:ROW` (rows count from 1, as JSONL lines
 and error of the JSONL readers names it the same way. Columns that are not record fields are ignored
 (datasets carry extras such as a source or a difficulty); `DataSpec.columns` maps record fields to
 other column names. Arrow pads the structs of a `media` column with nulls (`start`/`end` of an
-image): null entries are dropped. Only local data is read: a hub dataset is downloaded and saved with
+image): null entries are dropped. Media paths resolve from `data_root`, else from the folder holding
+the file (for a saved dataset, the folder holding its folder), as for JSONL. Only local data is read: a hub dataset is downloaded and saved with
 `datasets` beforehand (`HF_DATASETS_OFFLINE` is set before `datasets` is imported).
 """
 

@@ -67,9 +67,14 @@ def _git_commit(folder: Path) -> str | None:
     return out.stdout.strip() or None
 
 
-def new_run_dir(experiment: Experiment, root: Path | None = None) -> Path:
-    """`<run_root>/<name>/<timestamp>/`, made unique if two runs start in the same second."""
-    base = Path(root if root is not None else experiment.trainer.run_root) / experiment.name.replace(":", "-")
+def new_run_dir(experiment: Experiment, root: Path | None = None, variant: str = DEFAULT_VARIANT) -> Path:
+    """`<run_root>/<name>/<timestamp>/`, made unique if two runs start in the same second. The folder of a
+    `variant` other than the default is `<name>-<variant>` unless the name already ends so (an experiment that
+    sets `name=` gives every variant that name)."""
+    name = experiment.name.replace(":", "-")
+    if variant != DEFAULT_VARIANT and not name.endswith(f"-{variant}"):
+        name = f"{name}-{variant}"
+    base = Path(root if root is not None else experiment.trainer.run_root) / name
     stamp = time.strftime("%Y%m%d-%H%M%S")
     candidate, n = base / stamp, 1
     while candidate.exists():
@@ -111,6 +116,16 @@ def write_run_dir(run_dir: Path, experiment: Experiment, source: ExperimentSourc
     (run_dir / VERSIONS_FILE).write_text(json.dumps(package_versions(), indent=2) + "\n")
     if source is not None and source.file is not None and source.file.is_file():
         shutil.copyfile(source.file, run_dir / SOURCE_FILE)
+
+
+def discard_run_dir(run_dir: Path) -> None:
+    """Remove what `write_run_dir` wrote (and `run.json`'s events), then the directory itself if nothing else is in
+    it: for a run refused before it trained."""
+    for name in (CONFIG_FILE, RUN_FILE, VERSIONS_FILE, SOURCE_FILE):
+        (Path(run_dir) / name).unlink(missing_ok=True)
+    shutil.rmtree(Path(run_dir) / DEPS_DIR, ignore_errors=True)
+    if not any(Path(run_dir).iterdir()):
+        Path(run_dir).rmdir()
 
 
 def _copy_deps(run_dir: Path, deps: tuple[ExperimentSource, ...]) -> list[dict[str, str]]:

@@ -180,10 +180,17 @@ class CacheSpec(Spec):
 
 
 class PromptSpec(Spec):
-    """How a record becomes the user turn: the question, lettered options, then the instruction."""
+    """How a record becomes the user turn: the question, lettered options, then the instruction.
+
+    `chat_template`: a Jinja file rendering the chat in place of the processor's own template (None),
+    e.g. a fine-tuned model's; it gets what HF chat templates get (`messages`, `add_generation_prompt`)
+    and must write each media item's placeholder as the processor's template does. `evr1 data prompt`
+    prints the prompt a record gets.
+    """
 
     system: str | None = None  # None: the chat template's default system prompt
     instruction: str = "Give the final answer inside <answer></answer>."
+    chat_template: str | None = None
 
 
 class SynthSpec(Spec):
@@ -200,14 +207,18 @@ class SynthSpec(Spec):
 class DataSpec(Spec):
     """Training and validation data, and how their media are prepared.
 
-    `data_root` is where media paths are resolved; by default each record file's own folder.
-    `max_failed_records`: the share of training records whose media may fail to load (each is
-    dropped and logged in `data_failures.jsonl`) before the run stops; at least one is allowed
-    unless it is 0.
+    `train`/`val` name JSON/JSONL or Parquet files, Hugging Face datasets saved with `save_to_disk`
+    (local only: nothing is downloaded), or folders of record files. `columns` maps record fields to
+    the names the files use (e.g. `{"problem": "question", "answer": "solution"}`); in tables, columns
+    that are no record field are ignored. `data_root` is where media paths are resolved; by default
+    each record file's own folder. `max_failed_records`: the share of training records whose media
+    may fail to load (each is dropped and logged in `data_failures.jsonl`) before the run stops; at
+    least one is allowed unless it is 0.
     """
 
     train: tuple[str, ...] = ()  # record files or folders; one path alone is read as a one-element tuple
     val: tuple[str, ...] = ()  # likewise
+    columns: dict[str, str] = Field(default_factory=dict)  # record field -> column name in the files
     data_root: str | None = None
     prompt: PromptSpec = Field(default_factory=PromptSpec)
     synth: SynthSpec | None = None
@@ -222,6 +233,18 @@ class DataSpec(Spec):
     @classmethod
     def _one_path(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
+
+    @field_validator("columns")
+    @classmethod
+    def _record_fields(cls, value: dict[str, str]) -> dict[str, str]:
+        from evr1.data.records import Record
+        from evr1.errors import suggest
+
+        for field in value:
+            if field not in Record.model_fields:
+                raise ValueError(f"{field!r} is not a record field.{suggest(field, Record.model_fields)}"
+                                 f" Record fields: {', '.join(Record.model_fields)}")
+        return value
 
 
 _VLLM_FIELDS = ("tensor_parallel_size", "gpu_memory_utilization", "colocate", "enforce_eager")
@@ -242,6 +265,9 @@ class RolloutSpec(Spec):
     temperature: Annotated[float, Field(ge=0)] = 1.0  # 0: greedy, one response per prompt (n must be 1)
     top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
     top_k: int = -1  # -1: off; else the k most likely tokens
+    min_p: Annotated[float, Field(ge=0, le=1)] = 0.0  # 0: off; else drop tokens below min_p x the top probability
+    repetition_penalty: Annotated[float, Field(gt=0)] = 1.0  # 1: off; >1 discourages tokens of the prompt and response
+    stop: tuple[Annotated[str, Field(min_length=1)], ...] = ()  # a response ends with the first of these it writes
     max_prompt_tokens: PositiveInt = 4096
     max_response_tokens: PositiveInt = 512
     tensor_parallel_size: PositiveInt = 1
@@ -262,6 +288,12 @@ class RolloutSpec(Spec):
             raise ValueError(
                 f"temperature=0 is greedy decoding, one response per prompt: set n=1 (got n={self.n}) or temperature > 0"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _vllm_temperature(self) -> RolloutSpec:
+        if self.engine == "vllm" and (self.temperature > 2 or 0 < self.temperature < 0.01):
+            raise ValueError(f"the vllm engine samples at temperature 0 or in [0.01, 2] (got {self.temperature})")
         return self
 
     @model_validator(mode="after")
@@ -585,6 +617,20 @@ class TrainerSpec(Spec):
     run_root: str = "runs"
     tensorboard: bool = True
     wandb_project: str | None = None  # log to Weights & Biases too (needs `pip install wandb`)
+    # Checkpoint retention: after each save keep the newest `keep_checkpoints` (0: keep all) and, with `keep_best`
+    # (a logged metric such as "val/data/val/accuracy"), also the one whose step has its best value so far
+    # (highest, or lowest with best_mode="min"; a step that did not log it counts its latest earlier value).
+    keep_checkpoints: Annotated[int, Field(ge=0)] = 0
+    keep_best: str | None = None
+    best_mode: Literal["max", "min"] = "max"
+
+    @model_validator(mode="after")
+    def _retention(self) -> TrainerSpec:
+        if self.keep_best is not None and not self.keep_checkpoints:
+            raise ValueError("trainer.keep_best goes with trainer.keep_checkpoints > 0 (with 0 every checkpoint is kept)")
+        if self.keep_checkpoints and not self.save_every:
+            raise ValueError("trainer.keep_checkpoints needs trainer.save_every > 0: this run saves no checkpoints")
+        return self
 
 
 class ResourcesSpec(Spec):

@@ -28,6 +28,7 @@ ENTRIES = ("scripts/gpu_check.py", "tests/engines/test_hf_engine_gpu.py", "tests
 # Lazy imports inside modules the check loads, on paths it never takes there (rewards are random,
 # video is decoded with PyAV): they need not be on the machine.
 OFF_THE_PATH = {
+    "datasets": "records from saved Hugging Face datasets (evr1.data.tables)",
     "decord": "the optional 'decord' decode backend",
     "jiwer": "the OCR reward",
     "math_verify": "the math reward",

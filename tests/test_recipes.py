@@ -68,15 +68,16 @@ def test_variants(variant: str, expected: dict[str, str], tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))
-def test_dry_run_records_the_config_with_a_local_model(name: str, tmp_path: Path) -> None:
+def test_prepare_records_the_config_with_a_local_model(name: str, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     out = evr1(
-        "run", name, "--dry-run", "--run-dir", str(run_dir),
+        "run", name, "--prepare", "--run-dir", str(run_dir),
         "--set", "model.name='/models/local-copy'", "--set", "data.train=('/data/mine.jsonl',)",
         hf_home=tmp_path / "hf",
     )
     assert out.returncode == 0, out.stderr
-    assert "dry run" in out.stdout and "vllm engine, n=8" in out.stdout
+    assert "prepared: run directory written" in out.stdout and "vllm engine, n=8" in out.stdout
+    assert "warning: model.name: the model directory /models/local-copy does not exist; a real run stops here" in out.stderr
     config = json.loads((run_dir / "config.json").read_text())
     assert config["model"]["name"] == "/models/local-copy"
     assert config["data"]["train"] == ["/data/mine.jsonl"]
@@ -114,7 +115,7 @@ def test_small_gpu_lora_variant_validates_and_dry_runs(name: str, tmp_path: Path
     assert {key: values[key] for key in expected} == expected
     assert values["algo.clip_high"] == "0.28"  # the published settings stay
     run_dir = tmp_path / "run"
-    out = evr1("run", f"{name}:small_gpu_lora", "--dry-run", "--run-dir", str(run_dir),
+    out = evr1("run", f"{name}:small_gpu_lora", "--prepare", "--run-dir", str(run_dir),
                "--set", "model.lora.vision='merger'", hf_home=tmp_path / "hf")
     assert out.returncode == 0, out.stderr
     lora = json.loads((run_dir / "config.json").read_text())["model"]["lora"]

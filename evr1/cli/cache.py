@@ -49,7 +49,7 @@ def _settings(experiment: str, data: list[Path] | None, overrides: list[str] | N
 
         record_files(data)  # missing data files are reported before any heavy set-up
         root = options["data_root"] or spec.data_root or Path(data[0]).parent
-        splits = [Split("data", tuple(read_records(list(data))), Path(root))]
+        splits = [Split("data", tuple(read_records(list(data), spec.columns)), Path(root))]
     else:
         if not (spec.train or spec.val):
             raise ConfigError("no data: pass an EXPERIMENT with data.train/data.val, or --data FILE")

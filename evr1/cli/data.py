@@ -36,6 +36,11 @@ def check(
     out: Annotated[Optional[Path], typer.Option("--out", help="Write every problem to this report (.json or .md).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
     decoder: Annotated[str, typer.Option(help="Open videos with this decoder (pyav, decord or torchcodec): the experiment's video.decoder.")] = "pyav",
+    experiment: Annotated[Optional[str], typer.Option("--experiment", "-e", help="NAME[:VARIANT]: warn about prompts over its"
+                          " rollout.max_prompt_tokens, with its model's tokenizer and its prompt settings; read the files"
+                          " with its data.columns.")] = None,
+    column: Annotated[Optional[list[str]], typer.Option("--column", help="FIELD=COLUMN: the files' name for a record field"
+                      " (as data.columns). Repeatable.")] = None,
 ) -> None:
     """Validate records, their reference answers (as their rewards read them), curated answers and their
     media; print counts by problem type and modality. Exit 1 on any error or missing/unreadable media file."""
@@ -55,7 +60,20 @@ def check(
     def bar(total: int) -> tqdm:
         return tqdm(total=total, unit="file", desc="probing media", disable=None if total >= 50 else True, dynamic_ncols=True)
 
-    result = check_data(files, data_root, probe=probe, progress=bar, decoder=decoder)
+    lengths, limit, columns = _prompt_lengths(experiment) if experiment is not None else (None, None, {})
+    for item in column or []:
+        field, sep, name = item.partition("=")
+        if not sep or not field or not name:
+            raise ConfigError(f"--column {item!r}: expected FIELD=COLUMN, e.g. problem=question")
+        columns[field] = name
+    from evr1.specs import DataSpec
+
+    try:
+        columns = DataSpec(columns=columns).columns  # the fields checked as the spec checks them
+    except ValueError as exc:
+        raise ConfigError(f"--column: {exc}") from None
+    result = check_data(files, data_root, probe=probe, progress=bar, decoder=decoder, prompt_tokens=lengths,
+                        max_prompt_tokens=limit, columns=columns)
     errors, warnings = result.of("error"), result.of("warning")
     shown: Counter[str] = Counter()
     for problem in result.problems:  # in file and line order, at most max_shown of each severity
@@ -87,6 +105,26 @@ def check(
         raise typer.Exit(1)
 
 
+def _prompt_lengths(name: str):
+    """A record's prompt length without its media tokens as the experiment `name` builds it, its limit, and the
+    experiment's `data.columns`."""
+    from evr1.data.prompting import load_chat_template, question_text
+    from evr1.experiment import build_experiment
+    from evr1.experiment_files import load_config
+    from evr1.models import load_processor
+    from evr1.models.prompts import build_prompt, chat_messages
+
+    exp = build_experiment(load_config(name)[0])
+    processor, spec = load_processor(exp.model), exp.data.prompt
+    template = load_chat_template(spec)
+
+    def length(record) -> int:
+        messages = chat_messages(question_text(record, spec), [], spec.system)
+        return len(build_prompt(processor, messages, chat_template=template))
+
+    return length, exp.rollout.max_prompt_tokens, dict(exp.data.columns)
+
+
 def _summary(counts: Counter[tuple[str, str]]) -> Table:
     table = Table(title="records by problem type and modality", title_justify="left")
     table.add_column("problem_type")
@@ -98,6 +136,28 @@ def _summary(counts: Counter[tuple[str, str]]) -> Table:
     totals = [sum(n for (_, modality), n in counts.items() if modality == m) for m in _MODALITIES]
     table.add_row("total", *map(str, totals), str(sum(totals)), style="bold")
     return table
+
+
+@app.command()
+def prompt(
+    experiment: Annotated[str, typer.Argument(help="NAME[:VARIANT] of the experiment whose model, prompt and media settings build it.")],
+    records: Annotated[Optional[Path], typer.Option(help="A JSON/JSONL record file (default: the experiment's first data.train file).")] = None,
+    index: Annotated[int, typer.Option(min=0, help="The record's position in the file, from 0.")] = 0,
+    record_id: Annotated[Optional[str], typer.Option("--id", help="The record's id (instead of --index).")] = None,
+    overrides: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="Override a field of the experiment: PATH=VALUE.")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Print every media placeholder token, not one per run.")] = False,
+) -> None:
+    """Print the exact prompt the experiment gives a record (chat template, system prompt, options, instruction,
+    media placeholders) and its token count: text tokens and media tokens."""
+    from evr1.data.prompt_view import prompt_view
+    from evr1.experiment import apply_overrides, build_experiment
+    from evr1.experiment_files import load_config
+
+    cfg, _ = load_config(experiment)
+    apply_overrides(cfg, overrides or [])
+    view = prompt_view(build_experiment(cfg), records, index, record_id, collapse=not full)
+    console.print(view.header, markup=False)
+    print(view.text)
 
 
 @app.command()

@@ -65,10 +65,13 @@ def plain(value):
 
 
 def missing_file(experiment) -> str | None:
-    """The first input file of `experiment` that does not exist: a data file (see `missing_data_file`)
-    or the curated responses of `mixer.file`."""
+    """The first input file of `experiment` that does not exist: a data file (see `missing_data_file`),
+    the chat template of `data.prompt.chat_template` or the curated responses of `mixer.file`."""
     if (missing := missing_data_file(experiment.data)) is not None:
         return missing
+    template = experiment.data.prompt.chat_template
+    if template is not None and not Path(template).is_file():
+        return f"data.prompt.chat_template {template} does not exist"
     file = experiment.mixer.file
     return f"mixer.file {file} does not exist" if file is not None and not Path(file).is_file() else None
 
@@ -146,7 +149,10 @@ def _plan(experiment) -> Table:
 def run(
     name: Annotated[str, typer.Argument(help="NAME[:VARIANT] of the experiment.")] = "",
     overrides: SetOption = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate (and for a new run write the run directory), do not train.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate (the config, model name, data files, curated answers),"
+                                          " write nothing, do not train.")] = False,
+    prepare: Annotated[bool, typer.Option("--prepare", help="Validate and write the run directory, do not train: start it"
+                                          " later with --resume RUN_DIR.")] = False,
     run_dir: Annotated[
         Optional[Path], typer.Option(help="Run directory (default: <run_root>/<name>/<timestamp>); one holding a run is refused.")
     ] = None,
@@ -158,11 +164,14 @@ def run(
     ] = False,
 ) -> None:
     """Validate an experiment, write its run directory, and train."""
-    from evr1.run_dir import new_run_dir, write_run_dir
+    from evr1.models.loading import check_model_name
+    from evr1.run_dir import check_unused, new_run_dir, write_run_dir
     from evr1.runner.cluster import outside_job_copy
 
     if update_code and resume is None:
         raise ConfigError("--update-code goes with --resume RUN_DIR: a new run copies the current experiment file anyway")
+    if prepare and (dry_run or resume is not None):
+        raise ConfigError("--prepare writes a new run directory: do not pass --dry-run or --resume with it")
     if resume is not None:
         if name or overrides:
             raise ConfigError("--resume takes the run's recorded config; do not pass a NAME or --set with it")
@@ -177,24 +186,44 @@ def run(
             raise ConfigError("evr1 run needs an experiment NAME (see `evr1 list experiments`)")
         _, source, applied, experiment = _resolve(name, overrides)
         _note_project_root(source)
-        if (missing := missing_file(experiment)) is not None:
-            if not dry_run:  # a dry run may check a recipe for a machine that has the data
+        model = check_model_name(experiment.model)
+        for missing in (model[1] if model and model[0] == "missing" else None, missing_file(experiment)):
+            if missing is None:
+                continue
+            if not (dry_run or prepare):  # a recipe may be checked (or prepared) for a machine that has its files
                 raise ConfigError(missing)
             typer.echo(f"warning: {missing}; a real run stops here", err=True)
+        if dry_run:
+            if run_dir is not None:
+                check_unused(run_dir)
+            _dry_run_warnings(experiment, model[1] if model and model[0] == "note" else None)
+            console.print(_plan(experiment))
+            console.print("dry run: config validated; nothing written, not training.")
+            return
         outside_job_copy(run_dir if run_dir is not None else Path(experiment.trainer.run_root))  # a Ray job's cwd
-        target = run_dir if run_dir is not None else new_run_dir(experiment)
+        target = run_dir if run_dir is not None else new_run_dir(experiment, variant=source.variant)
         target.mkdir(parents=True, exist_ok=True)
         write_run_dir(target, experiment, source, applied)
     console.print(_plan(experiment))
     console.print(f"run directory: {target}")
-    if dry_run:
-        done = "the recorded config is valid; nothing written" if resume is not None else "config validated and recorded"
-        console.print(f"dry run: {done}; not training.")
+    if dry_run or prepare:
+        done = "the recorded config is valid; nothing written" if dry_run else "run directory written"
+        console.print(f"{'dry run' if dry_run else 'prepared'}: {done}; not training."
+                      + (f" Start it with `evr1 run --resume {target}`." if prepare else ""))
         return
     if importlib.util.find_spec("evr1.runner.train") is None:
         console.print("[yellow]the training loop is not built yet (issue #6): the plan above is what it will run.[/yellow]")
         return
     _train(experiment, target, resume is not None, source)
+
+
+def _dry_run_warnings(experiment, model_note: str | None) -> None:
+    from evr1.cli.run_checks import long_offline_answers
+
+    if model_note is not None:
+        typer.echo(f"note: {model_note}", err=True)
+    if (long := long_offline_answers(experiment)) is not None:
+        typer.echo(f"warning: {long}", err=True)
 
 
 def _note_project_root(source) -> None:
@@ -322,6 +351,8 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
         lines = [line for line in str(exc).splitlines() if line.strip()] or [""]
         error = type(exc).__name__ + ": " + (lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1].strip()}")
         step = getattr(exc, "evr1_step", None) or stopped_step(target)  # `train` says which step was running
+        if isinstance(exc, ConfigError) and not step and not resume:  # a resume would load the same config again
+            _config_refused(target, exc)
         log_event(target, "failed", step=step, error=error, in_experiment_code=code is not None)
         if isinstance(exc, Evr1Error):
             typer.echo(f"error: {exc}", err=True)
@@ -330,6 +361,18 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
         typer.echo(failed_message(target, step, code), err=True)
         raise typer.Exit(2 if isinstance(exc, Evr1Error) else 1) from None
     log_event(target, "finished")
+
+
+def _config_refused(target: Path, exc: ConfigError) -> None:
+    """Report a new run's config refused as the run started, before step 1, remove its run directory again and
+    exit 2: `--resume` cannot fix it (it reloads the recorded config), so the message says to start a new run."""
+    from evr1.run_dir import discard_run_dir
+
+    discard_run_dir(target)
+    typer.echo(f"error: {exc}", err=True)
+    typer.echo("the config was refused before step 1 (the run directory is removed again): fix it and start a new run",
+               err=True)
+    raise typer.Exit(2)
 
 
 def list_components(

@@ -9,7 +9,9 @@ Pillow, as training does). Warnings: a multiple-choice question with no options 
 `offline_response` its reward scores below 1 — for the types whose reward is right or wrong
 (multiple_choice, numerical, math, boolean, preference) only: the others are scored by similarity
 (ROUGE, IoU, edit distance, tests passed), where a correct paraphrase or a slightly different box
-scores below 1, so a score below 1 says nothing about whether the curated answer is right.
+scores below 1, so a score below 1 says nothing about whether the curated answer is right — and,
+given an experiment's tokenizer and prompt settings, a prompt whose text alone is over
+`rollout.max_prompt_tokens` (a run drops such a record as a data failure).
 """
 
 from __future__ import annotations
@@ -160,10 +162,14 @@ def _files(paths: Sequence[Path], result: CheckResult) -> list[Path]:
 def check_data(
     paths: Sequence[Path], data_root: Path | None = None, *, probe: bool = True, workers: int = 4,
     progress: Callable[[int], Any] | None = None, decoder: str = "pyav",
+    prompt_tokens: Callable[[Record], int] | None = None, max_prompt_tokens: int | None = None,
+    columns: dict[str, str] | None = None,
 ) -> CheckResult:
     """Every problem of the record files (or folders) `paths`, in file and line order; see the module doc.
 
     `progress(total)` returns a tqdm-like bar (`update`, `close`) for the media probe; `decoder` opens the videos.
+    With `prompt_tokens` (a record's prompt length without its media tokens) and `max_prompt_tokens`, a record
+    over the limit is a warning: a run drops it as a data failure. `columns`: record field -> the files' column.
     """
     from evr1.rewards.reference_check import offline_warnings, reference_errors
 
@@ -171,7 +177,7 @@ def check_data(
     files = _files(paths, result)
     result.files = [str(f) for f in files]
     records: list[tuple[Located, Record]] = []
-    for where, found in scan_records(files):
+    for where, found in scan_records(files, columns):
         if isinstance(found, Record):
             records.append((where, found))
             result.counts[found.problem_type.value, found.modality] += 1
@@ -201,11 +207,23 @@ def check_data(
         where, record = records[i]
         for severity, field_name, message in answer_problems(record, videos, data_root if data_root is not None else where.file.parent):
             add(severity, i, field_name, message)
+    if prompt_tokens is not None and max_prompt_tokens is not None:
+        for i, (_, record) in enumerate(records):
+            add("warning", i, "problem", prompt_warning(record, prompt_tokens(record), max_prompt_tokens))
     order = {f: k for k, f in enumerate(dict.fromkeys([*map(str, paths), *result.files]))}
     result.problems.sort(key=lambda p: (order.get(p.file, len(order)), p.line or 0))
     bad = {p.record for p in result.problems if p.severity == "error" and p.record is not None}
     result.valid = len(records) - len(bad)
     return result
+
+
+def prompt_warning(record: Record, length: int, limit: int) -> str | None:
+    """Why a record whose prompt, less its media tokens, has `length` tokens is dropped by a run (None: it fits)."""
+    if length <= limit:
+        return None
+    what = "its media tokens come on top" if record.media else "it has no media"
+    return (f"the prompt has {length} tokens ({what}), over rollout.max_prompt_tokens={limit}: a run drops this record"
+            f" as a data failure (record {record.id!r})")
 
 
 def _check_media(users: dict[tuple[Path, str], list[tuple[Located, Record]]], result: CheckResult, probe: bool,

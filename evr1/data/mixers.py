@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -142,6 +142,25 @@ def read_curated(path: str | Path, record_ids: set[str]) -> dict[str, list[Offli
     return out
 
 
+def offline_responses(spec: MixerSpec, records: Sequence[Record]) -> dict[str, list[OfflineResponse]]:
+    """The curated responses a mixer uses, by record id: `spec.file`'s if given, else the records' own."""
+    if spec.file:
+        return read_curated(spec.file, {r.id for r in records})
+    return {r.id: [OfflineResponse.of_record(r)] for r in records if r.offline_response is not None}
+
+
+def over_budget(responses: Mapping[str, Sequence[OfflineResponse]], tokenizer: Any, max_tokens: int
+                ) -> list[tuple[OfflineResponse, int]]:
+    """The responses longer than `max_tokens` with their stop token, and that length: a mixer cuts them."""
+    found = []
+    for options in responses.values():
+        for response in options:
+            length = len(tokenizer(response.text, add_special_tokens=False)["input_ids"]) + 1
+            if length > max_tokens:
+                found.append((response, length))
+    return found
+
+
 class OfflineSource:
     """Every record's offline responses, tokenised once: the curated file's if given, else the records' own.
 
@@ -152,10 +171,7 @@ class OfflineSource:
     def __init__(
         self, spec: MixerSpec, records: Sequence[Record], tokenizer: Any, stop_token_id: int, max_tokens: int
     ) -> None:
-        if spec.file:
-            responses = read_curated(spec.file, {r.id for r in records})
-        else:
-            responses = {r.id: [OfflineResponse.of_record(r)] for r in records if r.offline_response is not None}
+        responses = offline_responses(spec, records)
         self.tokenised: dict[str, list[Trajectory]] = {}
         problems = []
         for rid, options in responses.items():

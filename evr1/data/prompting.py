@@ -13,13 +13,14 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from evr1.data.cache import CacheError
 from evr1.data.loader import CacheMissError, MediaLoader, ProcessedMedia
 from evr1.data.media import MediaError
 from evr1.data.records import MediaRef, Record
-from evr1.errors import Evr1Error
+from evr1.errors import ConfigError, Evr1Error
 from evr1.rewards.contract import BoxUnits, Shown, model_box_units
 from evr1.specs import PromptSpec
 
@@ -45,7 +46,8 @@ class MediaLoadError(Evr1Error):
 
     def __init__(self, failure: MediaFailure) -> None:
         self.failure = failure
-        super().__init__(f"record {failure.record!r}: {failure.kind} {failure.file!r} cannot be loaded: {failure.detail}")
+        what = "" if failure.kind == "prompt" else f"{failure.kind} {failure.file!r} cannot be loaded: "
+        super().__init__(f"record {failure.record!r}: {what}{failure.detail}")
 
 
 def _load_failure(record: Record, ref: MediaRef, exc: Exception) -> MediaFailure:
@@ -85,11 +87,37 @@ def box_units_of(processor: Any) -> BoxUnits:
     return model_box_units(family(processor))
 
 
-class RecordPrompter:
-    """Builds (and memoises by record id) the prompt of each record."""
+def load_chat_template(spec: PromptSpec) -> str | None:
+    """The text of `spec.chat_template` (None: the processor's own), checked to parse as Jinja; a missing or
+    broken file is a `ConfigError` naming it (and the line)."""
+    if spec.chat_template is None:
+        return None
+    import jinja2
 
-    def __init__(self, processor: Any, loader: MediaLoader, spec: PromptSpec) -> None:
-        self.processor, self.loader, self.spec = processor, loader, spec
+    path = Path(spec.chat_template)
+    if not path.is_file():
+        raise ConfigError(f"data.prompt.chat_template: {path} does not exist")
+    text = path.read_text(encoding="utf-8")
+    try:
+        jinja2.Environment().parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ConfigError(f"data.prompt.chat_template: {path}:{exc.lineno}: not a valid Jinja template ({exc.message})") from None
+    return text
+
+
+def too_long(record: Record, length: int, limit: int) -> MediaFailure:
+    """The data failure of a record whose prompt has `length` tokens, over `limit` (rollout.max_prompt_tokens)."""
+    return MediaFailure(record.id, "", "prompt", "prompt_too_long",
+                        f"the prompt has {length} tokens, over rollout.max_prompt_tokens={limit}")
+
+
+class RecordPrompter:
+    """Builds (and memoises by record id) the prompt of each record. With `max_tokens`, a prompt longer than
+    that is a failure of its record (`too_long`), as media that cannot be loaded are."""
+
+    def __init__(self, processor: Any, loader: MediaLoader, spec: PromptSpec, max_tokens: int | None = None) -> None:
+        self.processor, self.loader, self.spec, self.max_tokens = processor, loader, spec, max_tokens
+        self.chat_template = load_chat_template(spec)
         self.box_units = box_units_of(processor)
         self._memo: dict[str, Any] = {}
         self.shown: dict[str, Shown] = {}  # record id -> what the model was shown (records with media)
@@ -104,7 +132,10 @@ class RecordPrompter:
             self.media_loaded += len(media)
             self.cache_hits += sum(m.cache_hit for m in media)
             messages = chat_messages(question_text(record, self.spec), [m.kind for m in media], self.spec.system)
-            self._memo[record.id] = build_prompt(self.processor, messages, [m.processor_inputs() for m in media])
+            prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media], chat_template=self.chat_template)
+            if self.max_tokens is not None and len(prompt) > self.max_tokens:
+                raise MediaLoadError(too_long(record, len(prompt), self.max_tokens))
+            self._memo[record.id] = prompt
             shown = shown_of(media, self.box_units)
             if shown is not None:
                 self.shown[record.id] = shown
@@ -120,7 +151,7 @@ class RecordPrompter:
         return [self(r) for r in records]
 
     def attempt(self, record: Record) -> Any:
-        """The record's prompt, or the `MediaFailure` of the media that cannot be loaded."""
+        """The record's prompt, or its `MediaFailure` (media that cannot be loaded, a prompt over `max_tokens`)."""
         try:
             return self(record)
         except MediaLoadError as exc:

@@ -20,7 +20,7 @@ field: `read_records` stops at the first; `scan_records` reports them all.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -114,33 +114,63 @@ PathsArg = str | Path | Sequence[str | Path]
 
 
 def record_files(paths: PathsArg) -> list[Path]:
-    """The record files named by `paths`: files as given, folders searched for .json/.jsonl."""
+    """The record files named by `paths`: files and saved `datasets` folders as given, other folders searched
+    for .json/.jsonl/.parquet files."""
+    from evr1.data.tables import TABLE_SUFFIXES, check_dataset_dict, is_dataset_dir
+
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     files: list[Path] = []
     for item in items:
         path = Path(item)
-        if path.is_dir():
+        if is_dataset_dir(path) or path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            check_dataset_dict(path)
             found = sorted(
                 p for p in path.rglob("*")
-                if p.is_file() and p.suffix in RECORD_SUFFIXES and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                if p.is_file() and p.suffix in (*RECORD_SUFFIXES, *TABLE_SUFFIXES)
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
             if not found:
-                raise Evr1Error(f"{path}: folder holds no .json or .jsonl record files")
+                raise Evr1Error(f"{path}: folder holds no .json, .jsonl or .parquet record files")
             files.extend(found)
-        elif path.is_file():
-            files.append(path)
         else:
-            raise Evr1Error(f"{path}: no such file or folder")
+            hub = " (records are read from local files only: save a hub dataset with `datasets` first)" if _hub_like(item) else ""
+            raise Evr1Error(f"{path}: no such file or folder{hub}")
     return files
 
 
-def iter_json_objects(paths: PathsArg) -> Iterator[Located]:
-    """Every JSON value of the record files with its line; syntax errors become `RecordError` values."""
+def _hub_like(item: str | Path) -> bool:
+    text = str(item)
+    return text.count("/") == 1 and not text.startswith((".", "/", "~")) and not Path(text).suffix
+
+
+def iter_json_objects(paths: PathsArg, columns: Mapping[str, str] | None = None) -> Iterator[Located]:
+    """Every JSON value of the record files (every row of a table: `evr1.data.tables`) with its line (row); syntax
+    errors become `RecordError` values. `columns` maps record fields to the names the files use for them."""
+    from evr1.data.tables import is_table, table_rows
+
     for file in record_files(paths):
-        if file.suffix == ".jsonl":
-            yield from _jsonl_values(file)
-        else:
-            yield from _json_values(file)
+        if is_table(file):
+            for number, row in table_rows(file):
+                yield Located(file, number, rename(row, columns or {}, fields_only=True))
+            continue
+        values = _jsonl_values(file) if file.suffix == ".jsonl" else _json_values(file)
+        for item in values:
+            yield Located(item.file, item.line, rename(item.value, columns)) if columns else item
+
+
+def rename(value: Any, columns: Mapping[str, str], fields_only: bool = False) -> Any:
+    """A record object with the columns `columns` names (field -> column) under their field names; the mapped
+    name wins over a column already called so. `fields_only`: drop the other columns that are no record field."""
+    if not isinstance(value, dict):
+        return value
+    sources = set(columns.values())
+    out = {field: value[column] for field, column in columns.items() if column in value}
+    for key, item in value.items():
+        if key not in sources and key not in out and (not fields_only or key in Record.model_fields):
+            out[key] = item
+    return out
 
 
 def _jsonl_values(file: Path) -> Iterator[Located]:
@@ -268,20 +298,22 @@ def reject_duplicate_ids(
         yield item, result
 
 
-def scan_records(paths: PathsArg) -> Iterator[tuple[Located, Record | list[RecordError]]]:
-    """Every record or the problems found instead (malformed JSON, bad fields, duplicate ids)."""
+def scan_records(paths: PathsArg, columns: Mapping[str, str] | None = None) -> Iterator[tuple[Located, Record | list[RecordError]]]:
+    """Every record or the problems found instead (malformed JSON, bad fields, duplicate ids); `columns`: as
+    `iter_json_objects`."""
 
     def parsed() -> Iterator[tuple[Located, Record | list[RecordError]]]:
-        for item in iter_json_objects(paths):
+        for item in iter_json_objects(paths, columns):
             bad = isinstance(item.value, RecordError)
             yield item, [item.value] if bad else validate_record(item.value, item.file, item.line)
 
     return reject_duplicate_ids(parsed())
 
 
-def read_records(paths: PathsArg) -> Iterator[Record]:
-    """The records of JSON/JSONL files or folders; raises `RecordError` (file:line, field) at the first problem."""
-    for _, result in scan_records(paths):
+def read_records(paths: PathsArg, columns: Mapping[str, str] | None = None) -> Iterator[Record]:
+    """The records of JSON/JSONL/Parquet files, saved datasets or folders; raises `RecordError` (file:line, field)
+    at the first problem. `columns`: as `iter_json_objects`."""
+    for _, result in scan_records(paths, columns):
         if isinstance(result, list):
             first = result[0]
             more = f" (and {len(result) - 1} more problem(s) in this record)" if len(result) > 1 else ""

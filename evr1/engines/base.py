@@ -1,13 +1,15 @@
 """What every rollout engine takes and returns: `SamplingParams` in, `RolloutResult`s out.
 
-Log-probabilities are those of the distribution the tokens are drawn from before any top-k/top-p
-filtering: `log_softmax(logits / T)` over the whole vocabulary at the sampled token, T being
+Log-probabilities are those of the distribution the tokens are drawn from before any repetition
+penalty and min-p/top-k/top-p filtering: `log_softmax(logits / T)` over the whole vocabulary at the
+sampled token, T being
 `SamplingParams.temperature` (1 for greedy decoding, which draws from no distribution; see
 `evr1.models.forward.temper`). The learner and the reference model score responses at the same
 T (`RolloutSpec.temperature`), so old/new policy ratios and KL estimates compare the sampling
 distributions. Exceptions are the engine's to document: vLLM has no tempered-but-unfiltered mode,
-so with top-k/top-p on its log-probs are of the truncated, renormalised distribution
-(`evr1.engines.vllm_adapter`); the learner recomputes the old policy's log-probs itself.
+so with top-k/top-p/min-p or a repetition penalty on its log-probs are of the processed (penalised,
+truncated, renormalised) distribution (`evr1.engines.vllm_adapter`); the learner recomputes the old
+policy's log-probs itself.
 """
 
 from __future__ import annotations
@@ -27,9 +29,15 @@ FinishReason = Literal["stop", "length"]
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How to sample: `n` responses per prompt, temperature/top-p/top-k, a token budget, a seed.
+    """How to sample: `n` responses per prompt, temperature/top-p/top-k/min-p, a repetition penalty, a
+    token budget, stop strings, a seed.
 
     `greedy` (or `temperature == 0`) takes the arg-max token and one response per prompt.
+    `repetition_penalty` (1: off) divides the positive logits and multiplies the negative ones of every
+    token already in the prompt or the response, before the temperature (as HF's and vLLM's do; greedy
+    decoding too). `min_p` (0: off) drops tokens less likely than `min_p` times the most likely one,
+    after the temperature and before top-k/top-p. A response stops after the token that completes one
+    of the `stop` strings (finish reason "stop"; its text ends with that string).
     `seed=None` draws the seed from torch's global generator (so `torch.manual_seed` governs it; vLLM
     draws from its own).
     `stop_token_ids=None` stops at the model's end-of-sequence tokens (`<|im_end|>`, ...).
@@ -43,6 +51,9 @@ class SamplingParams:
     greedy: bool = False
     seed: int | None = None
     stop_token_ids: tuple[int, ...] | None = None
+    repetition_penalty: float = 1.0
+    min_p: float = 0.0
+    stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -55,6 +66,12 @@ class SamplingParams:
             raise ValueError(f"top_k must be -1 (off) or positive, got {self.top_k}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if not self.repetition_penalty > 0:
+            raise ValueError(f"repetition_penalty must be > 0 (1: off), got {self.repetition_penalty}")
+        if not 0 <= self.min_p <= 1:
+            raise ValueError(f"min_p must be in [0, 1] (0: off), got {self.min_p}")
+        if not all(isinstance(s, str) and s for s in self.stop):
+            raise ValueError(f"stop strings must be non-empty text, got {self.stop!r}")
         if self.temperature == 0 and not self.greedy:
             object.__setattr__(self, "greedy", True)
         if self.greedy and self.n != 1:
@@ -75,6 +92,9 @@ class SamplingParams:
             top_k=spec.top_k,
             max_tokens=spec.max_response_tokens,
             seed=seed,
+            repetition_penalty=spec.repetition_penalty,
+            min_p=spec.min_p,
+            stop=spec.stop,
         )
         return replace(params, greedy=True, n=1) if greedy else params
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from evr1.engines.base import RolloutResult, SamplingParams, Weights
-from evr1.engines.sampling import next_tokens
+from evr1.engines.sampling import cut_at_stop, next_tokens, penalise
 from evr1.errors import Evr1Error
 from evr1.models.forward import collate, decode_positions, gather_logprobs, rope_positions, temper
 from evr1.models.prompts import Prompt
@@ -96,6 +96,11 @@ class HFEngine:
         deltas = deltas.repeat_interleave(n, 0)
         n_valid = mask.sum(-1)
         stop = torch.tensor(params.stop_token_ids or self.stop_ids, device=self.device)
+        seen = None  # with a repetition penalty: which tokens each row's prompt and response hold so far
+        if params.repetition_penalty != 1.0:
+            seen = torch.zeros(logits.shape, dtype=torch.bool, device=self.device)
+            row, col = mask.bool().nonzero(as_tuple=True)  # padding is not seen
+            seen[row, batch.input_ids.repeat_interleave(n, 0)[row, col]] = True
 
         rows = logits.shape[0]
         tokens = torch.full((rows, params.max_tokens), self.pad_id, dtype=torch.long, device=self.device)
@@ -103,12 +108,15 @@ class HFEngine:
         lengths = torch.full((rows,), params.max_tokens, dtype=torch.long, device=self.device)
         done = torch.zeros(rows, dtype=torch.bool, device=self.device)
         for step in range(params.max_tokens):
-            chosen = next_tokens(logits, params, generator, self._banned)
+            drawn_from = penalise(logits, seen, params.repetition_penalty) if seen is not None else logits
+            chosen = next_tokens(drawn_from, params, generator, self._banned)
             chosen = torch.where(done, self.pad_id, chosen)
             tokens[:, step] = chosen
+            if seen is not None:
+                seen[torch.arange(rows, device=self.device), chosen] |= ~done
             scored = gather_logprobs(temper(logits, params.sampling_temperature), chosen)
             logprobs[:, step] = torch.where(done, 0.0, scored)
-            stopped = ~done & torch.isin(chosen, stop)
+            stopped = ~done & (torch.isin(chosen, stop) | self._stop_strings(tokens, step, params.stop))
             lengths[stopped] = step + 1
             done |= stopped
             if bool(done.all()) or step + 1 == params.max_tokens:
@@ -123,7 +131,18 @@ class HFEngine:
             )
             cache = out.past_key_values
             logits = out.logits[:, -1].float()
-        return self._results(tokens.cpu(), logprobs.cpu(), lengths.cpu(), done.cpu(), offset, n)
+        return self._results(tokens.cpu(), logprobs.cpu(), lengths.cpu(), done.cpu(), offset, n, params.stop)
+
+    def _stop_strings(self, tokens: torch.Tensor, step: int, stops: Sequence[str]) -> torch.Tensor:
+        """Which rows' text, up to `step`, now holds one of `stops`. Only the last tokens are decoded: a stop
+        string of c characters spans at most c tokens (each writes a character or more), and one that ended
+        earlier would have stopped the row then."""
+        found = torch.zeros(tokens.shape[0], dtype=torch.bool, device=tokens.device)
+        if not stops:
+            return found
+        window = max(map(len, stops)) + 1
+        tails = self.tokenizer.batch_decode(tokens[:, max(0, step + 1 - window) : step + 1].tolist(), skip_special_tokens=True)
+        return torch.tensor([any(s in tail for s in stops) for tail in tails], device=tokens.device)
 
     def _results(
         self,
@@ -133,11 +152,13 @@ class HFEngine:
         done: torch.Tensor,
         offset: int,
         n: int,
+        stops: Sequence[str] = (),
     ) -> list[RolloutResult]:
         results = []
         for row in range(tokens.shape[0]):
             length = int(lengths[row])
             ids = tokens[row, :length].clone()
+            text = self.tokenizer.decode(ids.tolist(), skip_special_tokens=True)
             results.append(
                 RolloutResult(
                     prompt_index=offset + row // n,
@@ -145,7 +166,7 @@ class HFEngine:
                     token_ids=ids,
                     logprobs=logprobs[row, :length].clone(),
                     finish_reason="stop" if bool(done[row]) else "length",
-                    text=self.tokenizer.decode(ids.tolist(), skip_special_tokens=True),
+                    text=cut_at_stop(text, stops),
                 )
             )
         return results

@@ -1,6 +1,9 @@
-"""Choosing the next token from logits: greedy, or temperature + top-k + top-p sampling."""
+"""Choosing the next token from logits: a repetition penalty, then greedy, or temperature + min-p + top-k +
+top-p sampling (the order vLLM's sampler applies them in)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 
@@ -8,9 +11,21 @@ from evr1.engines.base import SamplingParams
 from evr1.models.forward import temper
 
 
+def penalise(logits: torch.Tensor, seen: torch.Tensor, penalty: float) -> torch.Tensor:
+    """`logits` `(N, V)` with those of the `seen` tokens (a bool mask, `(N, V)`) divided by `penalty` where
+    positive and multiplied by it where not (CTRL's repetition penalty, as HF and vLLM apply it)."""
+    if penalty == 1.0:
+        return logits
+    return torch.where(seen, torch.where(logits > 0, logits / penalty, logits * penalty), logits)
+
+
 def filter_logits(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
-    """Tempered logits (`temper`) with everything outside top-k and the top-p nucleus set to -inf."""
+    """Tempered logits (`temper`) with the tokens below min-p, outside top-k and outside the top-p nucleus
+    set to -inf."""
     scaled = temper(logits, params.temperature)
+    if params.min_p > 0:
+        probs = scaled.softmax(-1)
+        scaled = scaled.masked_fill(probs < params.min_p * probs.amax(-1, keepdim=True), float("-inf"))
     if params.top_k > 0 and params.top_k < scaled.shape[-1]:
         kth = torch.topk(scaled, params.top_k, dim=-1).values[..., -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
@@ -37,3 +52,9 @@ def next_tokens(
         return logits.argmax(-1)
     probs = filter_logits(logits, params).softmax(-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def cut_at_stop(text: str, stops: Sequence[str]) -> str:
+    """`text` up to the end of the first of `stops` it holds (the one that ends first), else whole."""
+    ends = [text.find(s) + len(s) for s in stops if s in text]
+    return text[: min(ends)] if ends else text

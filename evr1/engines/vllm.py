@@ -151,7 +151,7 @@ class VLLMEngine:
         finally:
             self.sleep()
         check_prompt_tokens(outputs, prompts)
-        return rollout_results(outputs, params.n, params.stop_token_ids or self.stop_ids)
+        return rollout_results(outputs, params.n, params.stop_token_ids or self.stop_ids, params.stop)
 
     # -- weights --------------------------------------------------------------------------
     def load_weights(self, weights: Weights) -> None:

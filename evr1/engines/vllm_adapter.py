@@ -250,6 +250,9 @@ def sampling_kwargs(
 
     Given `params.stop_token_ids` replace the model's end tokens, as in the HF engine (vLLM's
     `ignore_eos`); otherwise vLLM stops at the end tokens of the tokenizer and generation config.
+    Stop strings stay in the text (`include_stop_str_in_output`), as the HF engine keeps them, so a
+    closing tag such as `</answer>` reaches the reward. vLLM's repetition penalty and min-p are the HF
+    engine's (`evr1.engines.sampling`).
     """
     check_temperature(params.sampling_temperature)
     return {
@@ -257,6 +260,10 @@ def sampling_kwargs(
         "temperature": params.sampling_temperature,
         "top_p": params.top_p,
         "top_k": 0 if params.top_k == -1 else params.top_k,  # vLLM: 0 = all tokens
+        "min_p": params.min_p,
+        "repetition_penalty": params.repetition_penalty,
+        "stop": list(params.stop) or None,
+        "include_stop_str_in_output": bool(params.stop),
         "max_tokens": params.max_tokens,
         "logprobs": 0,  # the sampled token's log-prob only
         "stop_token_ids": list(params.stop_token_ids or stop_ids),
@@ -270,7 +277,7 @@ def sampling_kwargs(
 # -- outputs ---------------------------------------------------------------------------------
 
 
-def _result(prompt_index: int, completion: Any, stop_ids: frozenset[int]) -> RolloutResult:
+def _result(prompt_index: int, completion: Any, stop_ids: frozenset[int], stops: frozenset[str]) -> RolloutResult:
     import torch
 
     from evr1.engines.base import RolloutResult
@@ -281,8 +288,9 @@ def _result(prompt_index: int, completion: Any, stop_ids: frozenset[int]) -> Rol
         raise Evr1Error(f"vLLM returned {0 if logprobs is None else len(logprobs)} log-probs for {len(ids)} tokens")
     values = [float(step[token].logprob) for step, token in zip(logprobs, ids)]
     reason = completion.finish_reason
-    if reason == "stop" and (not ids or ids[-1] not in stop_ids):
-        raise Evr1Error(f"vLLM stopped a response on something other than a stop token ({completion.stop_reason!r})")
+    on_string = isinstance(completion.stop_reason, str) and completion.stop_reason in stops
+    if reason == "stop" and not on_string and (not ids or ids[-1] not in stop_ids):
+        raise Evr1Error(f"vLLM stopped a response on something other than a stop token or string ({completion.stop_reason!r})")
     if reason not in ("stop", "length"):
         raise Evr1Error(f"vLLM finished a response with {reason!r} (expected 'stop' or 'length')")
     return RolloutResult(
@@ -295,15 +303,16 @@ def _result(prompt_index: int, completion: Any, stop_ids: frozenset[int]) -> Rol
     )
 
 
-def rollout_results(outputs: Sequence[Any], n: int, stop_ids: Iterable[int]) -> list[RolloutResult]:
-    """vLLM `RequestOutput`s (one per prompt, in prompt order) as `RolloutResult`s, prompt-major."""
-    stops = frozenset(int(t) for t in stop_ids)
+def rollout_results(outputs: Sequence[Any], n: int, stop_ids: Iterable[int], stop: Iterable[str] = ()) -> list[RolloutResult]:
+    """vLLM `RequestOutput`s (one per prompt, in prompt order) as `RolloutResult`s, prompt-major; `stop`: the
+    request's stop strings."""
+    stops, strings = frozenset(int(t) for t in stop_ids), frozenset(stop)
     results = []
     for prompt_index, output in enumerate(outputs):
         completions = sorted(output.outputs, key=lambda c: c.index)
         if [c.index for c in completions] != list(range(n)):
             raise Evr1Error(f"vLLM returned samples {[c.index for c in completions]} for prompt {prompt_index}, expected {n}")
-        results += [_result(prompt_index, c, stops) for c in completions]
+        results += [_result(prompt_index, c, stops, strings) for c in completions]
     return results
 
 

@@ -11,7 +11,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evr1.errors import Evr1Error, known_list
+from evr1.errors import ConfigError, Evr1Error, known_list, suggest
 from evr1.models.families import Family, family_of_model_type
 from evr1.specs import ModelSpec
 
@@ -37,11 +37,53 @@ def model_path(spec: ModelSpec) -> str:
         if not (path / "config.json").is_file():
             raise Evr1Error(f"model directory {path} has no config.json")
         return str(path)
-    if spec.name.startswith((".", "/", "~")) or spec.name.count("/") != 1:
-        raise Evr1Error(
-            f"model {spec.name!r} is neither a registered model ({known_list(MODELS.names())}) nor an HF directory"
-        )
+    if not _hub_id(spec.name):
+        raise Evr1Error(_unknown(spec.name))
     return spec.name  # a hub id such as "Qwen/Qwen2.5-VL-3B-Instruct"
+
+
+def _hub_id(name: str) -> bool:
+    return not name.startswith((".", "/", "~")) and name.count("/") == 1
+
+
+def _unknown(name: str) -> str:
+    from evr1.registry import MODELS
+
+    known = [*MODELS.names(), *cached_hub_models()]
+    return (f"model {name!r} is neither a registered model ({known_list(MODELS.names())}) nor an HF directory."
+            + suggest(name, known))
+
+
+def cached_hub_models() -> list[str]:
+    """The hub ids (`org/name`) with a copy in the local Hugging Face cache (names only: nothing is read)."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    root = Path(HF_HUB_CACHE)
+    found = root.glob("models--*--*") if root.is_dir() else ()
+    return sorted(p.name[len("models--"):].replace("--", "/", 1) for p in found)
+
+
+def check_model_name(spec: ModelSpec) -> tuple[str, str] | None:
+    """Resolve `model.name` without loading or building anything. None for a registered model, a local HF directory
+    or a cached hub id; `("missing", message)` for a local path that does not exist here; `("note", message)` for a
+    hub id not in the local Hugging Face cache (a run downloads it where a network exists). Any other name raises
+    `ConfigError` with the closest registered or cached model."""
+    from evr1.registry import MODELS
+
+    path = Path(spec.name).expanduser()
+    if spec.name in MODELS or (path.is_dir() and (path / "config.json").is_file()):
+        return None
+    if path.is_dir():
+        raise ConfigError(f"model.name: the model directory {path} has no config.json")
+    if spec.name.startswith((".", "/", "~")) or spec.name.count("/") > 1:
+        return "missing", f"model.name: the model directory {spec.name} does not exist"
+    if not _hub_id(spec.name):
+        raise ConfigError(f"model.name: {_unknown(spec.name)}")
+    cached = cached_hub_models()
+    if spec.name in cached:
+        return None
+    return "note", (f"model.name: {spec.name!r} is not in the local Hugging Face cache: a run downloads it, where a"
+                    f" network exists.{suggest(spec.name, [*MODELS.names(), *cached])}")
 
 
 def spec_family(spec: ModelSpec) -> Family:

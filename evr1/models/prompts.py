@@ -116,8 +116,10 @@ def build_prompt(
     media: Sequence[Mapping[str, Any]] = (),
     *,
     add_generation_prompt: bool = True,
+    chat_template: str | None = None,
 ) -> Prompt:
-    """Render `messages` with the chat template and expand its media placeholders.
+    """Render `messages` with the chat template (`chat_template`, a Jinja text, else the processor's own)
+    and expand its media placeholders.
 
     `messages` is a chat (list of `{"role", "content"}`) whose image/video items appear in the same
     order as `media`, or a plain question (then the media come first, in order). Each media item
@@ -129,7 +131,8 @@ def build_prompt(
     kinds = [_kind(item, i) for i, item in enumerate(media)]
     if isinstance(messages, str):
         messages = chat_messages(messages, kinds)
-    text = processor.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=add_generation_prompt)
+    text = processor.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=add_generation_prompt,
+                                         chat_template=chat_template)
 
     video_items = [_video_inputs(processor, fam, m, i) for i, (m, k) in enumerate(zip(media, kinds)) if k == "video"]
     image_items = [_image_inputs(m) for m, k in zip(media, kinds) if k == "image"]

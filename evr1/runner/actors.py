@@ -42,7 +42,8 @@ def _prompter(exp: Experiment, processor: Any, root: Path):
     from evr1.data.prompting import RecordPrompter
 
     data = exp.data
-    return RecordPrompter(processor, MediaLoader(data.video, data.image, data.cache, processor, root), data.prompt)
+    loader = MediaLoader(data.video, data.image, data.cache, processor, root)
+    return RecordPrompter(processor, loader, data.prompt, max_tokens=exp.rollout.max_prompt_tokens)
 
 
 def default_engine() -> str:

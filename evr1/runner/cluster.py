@@ -60,6 +60,7 @@ def ray_session(resources: Any) -> Iterator[None]:
         attach(address, resources)
     else:
         ray.init(
+            address="local",  # a new embedded Ray, even when another one runs on this machine (Ray's default joins it)
             num_cpus=resources.num_cpus or 2,
             num_gpus=resources.num_gpus,
             include_dashboard=False,

@@ -24,12 +24,13 @@ def failure_limit(records: int, share: float = 0.01) -> int:
 class DataFailures:
     """The records of each split that failed so far, and the log of them.
 
-    `sources` maps a split name to its record files (to name a failed record's file and line).
+    `sources` maps a split name to its record files (to name a failed record's file and line); `columns`
+    is `DataSpec.columns` (the files' name for the id).
     """
 
-    def __init__(self, run_dir: Path, sources: Mapping[str, Sequence[str | Path]]) -> None:
+    def __init__(self, run_dir: Path, sources: Mapping[str, Sequence[str | Path]], columns: Mapping[str, str] | None = None) -> None:
         self.path = Path(run_dir) / FAILURES_FILE
-        self.sources = dict(sources)
+        self.sources, self.columns = dict(sources), dict(columns or {})
         self.failed: dict[str, set[str]] = {}
         self._where: dict[str, dict[str, str]] = {}
 
@@ -57,7 +58,7 @@ class DataFailures:
             from evr1.data.records import iter_json_objects
 
             found: dict[str, str] = {}
-            for item in iter_json_objects(list(self.sources.get(split, ()))):
+            for item in iter_json_objects(list(self.sources.get(split, ())), self.columns):
                 rid = item.value.get("id") if isinstance(item.value, dict) else None
                 if rid is not None:
                     found.setdefault(str(rid), f"{item.file}:{item.line}")

@@ -71,7 +71,7 @@ def _root(spec: DataSpec, files: tuple[str, ...], what: str) -> Path:
 def train_split(spec: DataSpec) -> Split:
     if not spec.train:
         raise ConfigError("data.train is empty: name at least one JSON/JSONL file (or folder) of records")
-    records = tuple(read_records(list(spec.train)))
+    records = tuple(read_records(list(spec.train), spec.columns))
     if not records:
         raise ConfigError(f"data.train ({', '.join(spec.train)}) holds no records")
     return Split("train", records, _root(spec, spec.train, "train"))
@@ -83,5 +83,5 @@ def val_splits(spec: DataSpec) -> list[Split]:
     for file in spec.val:
         path = Path(file)
         root = Path(spec.data_root) if spec.data_root is not None else path.parent
-        splits.append(Split(f"{path.parent.name}/{path.stem}", tuple(read_records(file)), root))
+        splits.append(Split(f"{path.parent.name}/{path.stem}", tuple(read_records(file, spec.columns)), root))
     return splits

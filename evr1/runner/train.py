@@ -97,7 +97,8 @@ class Trainer:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
         self.vals = val_splits(exp.data)
-        self.failures = DataFailures(self.run_dir, {"train": exp.data.train, **{v.name: (f,) for v, f in zip(self.vals, exp.data.val)}})
+        self.failures = DataFailures(self.run_dir, {"train": exp.data.train, **{v.name: (f,) for v, f in zip(self.vals, exp.data.val)}},
+                                     exp.data.columns)
         self.processor = load_processor(exp.model)
         tokenizer = self.processor.tokenizer
         self.mixer = None  # built (every offline response tokenised and checked) before the cache and the workers
@@ -467,6 +468,7 @@ class Trainer:
 
         from evr1.runner.metrics import MetricsLogger, read_metrics, sampled_accuracy, truncate_jsonl
         from evr1.runner.report import write_report
+        from evr1.runner.retention import prune_checkpoints
 
         t = self.exp.trainer
         self.start_workers()
@@ -502,6 +504,7 @@ class Trainer:
                 )
                 if t.save_every and step % t.save_every == 0:
                     self.save(step)
+                    prune_checkpoints(self.run_dir, t, read_metrics(self.run_dir))
         except TrainingError as exc:  # e.g. too many unreadable media: report what was logged, then fail
             if getattr(exc, "metrics", None):
                 logger.log(self.current_step, exc.metrics)

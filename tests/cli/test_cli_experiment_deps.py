@@ -78,7 +78,7 @@ def project(root: Path, prefix: str) -> Path:
 def test_an_experiment_built_on_another_records_and_copies_it(tmp_path: Path) -> None:
     proj = project(tmp_path / "p", "deps1")
     run_dir = proj / "runs" / "d"
-    out = evr1("run", "derived", "--dry-run", "--run-dir", str(run_dir), cwd=proj)
+    out = evr1("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj)
     assert out.returncode == 0, out.stderr
     info = json.loads((run_dir / "run.json").read_text())
     assert info["deps"] == [
@@ -96,7 +96,7 @@ def test_an_experiment_built_on_another_records_and_copies_it(tmp_path: Path) ->
 def test_an_experiment_loaded_at_import_is_imported_once_on_resume(tmp_path: Path) -> None:
     proj = project(tmp_path / "p", "deps2")
     run_dir = proj / "runs" / "t"
-    out = evr1("run", "top", "--dry-run", "--run-dir", str(run_dir), cwd=proj)
+    out = evr1("run", "top", "--prepare", "--run-dir", str(run_dir), cwd=proj)
     assert out.returncode == 0, out.stderr
     assert [d["name"] for d in json.loads((run_dir / "run.json").read_text())["deps"]] == ["ex", "quickstart"]
     # the copy experiment.py loads experiments/ex.py when imported: it gets the copy of ex already imported
@@ -177,7 +177,7 @@ def split_project(root: Path, prefix: str) -> Path:
 def test_resume_after_the_file_was_renamed_imports_siblings_from_its_folder(tmp_path: Path) -> None:
     proj = split_project(tmp_path / "p", "moved")
     run_dir = proj / "runs" / "s"
-    assert evr1("run", str(proj / "experiments" / "split.py"), "--dry-run", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1("run", str(proj / "experiments" / "split.py"), "--prepare", "--run-dir", str(run_dir)).returncode == 0
     (proj / "experiments" / "split.py").rename(proj / "experiments" / "renamed.py")
     out = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=tmp_path)  # no project found from here
     assert out.returncode == 0, out.stderr  # helpers still imported from the recorded file's folder
@@ -188,7 +188,7 @@ def test_update_code_covers_every_copy_and_restores_a_missing_one(tmp_path: Path
 
     proj = project(tmp_path / "p", "deps4")
     run_dir = proj / "runs" / "d"
-    assert evr1("run", "derived", "--dry-run", "--run-dir", str(run_dir), cwd=proj).returncode == 0
+    assert evr1("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj).returncode == 0
     ex = proj / "experiments" / "ex.py"
     ex.write_text(ex.read_text() + "\n# changed\n")
     out = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
@@ -232,7 +232,7 @@ def test_resume_refuses_a_run_a_live_process_runs_and_notes_a_killed_one(tmp_pat
     from evr1.run_dir import log_event, process_info, read_info
 
     run_dir = tmp_path / "run"
-    assert evr1("run", "quickstart", "--dry-run", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         log_event(run_dir, "running", resumed=False, **process_info(other.pid))
@@ -256,7 +256,7 @@ def test_concurrent_events_keep_run_json_whole(tmp_path: Path) -> None:
     from evr1.run_dir import read_info
 
     run_dir = tmp_path / "run"
-    assert evr1("run", "quickstart", "--dry-run", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
     code = textwrap.dedent(f"""
         from evr1.run_dir import log_event
         for i in range(40):
@@ -272,7 +272,7 @@ def test_concurrent_events_keep_run_json_whole(tmp_path: Path) -> None:
 
 def test_resume_with_run_dir_is_refused(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    assert evr1("run", "quickstart", "--dry-run", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
     assert_user_error(evr1("run", "--resume", str(run_dir), "--run-dir", str(tmp_path / "other"), "--dry-run"),
                       f"--resume continues the run in its own directory {run_dir}; do not pass --run-dir with it")
     assert not (tmp_path / "other").exists()

@@ -118,7 +118,7 @@ def test_resume_without_the_originals_finds_the_copies_and_names_a_missing_one(t
     proj = project(tmp_path / "p", "gone")
     runs = {name: proj / "runs" / name for name in ("top", "derived")}
     for name, run_dir in runs.items():
-        out = evr1("run", name, "--dry-run", "--run-dir", str(run_dir), cwd=proj)
+        out = evr1("run", name, "--prepare", "--run-dir", str(run_dir), cwd=proj)
         assert out.returncode == 0, out.stderr
     (proj / "experiments" / "ex.py").unlink()
     resumed = evr1("run", "--resume", str(runs["top"]), "--dry-run", cwd=proj)  # top.py loads "ex" at import: its copy

@@ -74,11 +74,15 @@ def test_show_marks_overrides() -> None:
     assert "--set" not in lines["trainer.steps"]
 
 
-def test_dry_run_writes_a_run_dir_that_round_trips(tmp_path: Path) -> None:
+def test_prepare_writes_a_run_dir_that_round_trips_and_a_dry_run_writes_nothing(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    out = evr1("run", "quickstart", "--dry-run", "--set", "trainer.steps=5", "--run-dir", str(run_dir))
+    dry = evr1("run", "quickstart", "--dry-run", "--set", "trainer.steps=5", "--run-dir", str(run_dir))
+    assert dry.returncode == 0, dry.stderr
+    assert "dry run: config validated; nothing written, not training." in dry.stdout and not run_dir.exists()
+    out = evr1("run", "quickstart", "--prepare", "--set", "trainer.steps=5", "--run-dir", str(run_dir))
     assert out.returncode == 0, out.stderr
-    assert "dry run" in out.stdout
+    assert f"prepared: run directory written; not training. Start it with `evr1 run --resume {run_dir}`." in " ".join(
+        out.stdout.split())
     exp = load_experiment(run_dir)
     assert exp.trainer.steps == 5 and exp.name == "quickstart"
     assert json.loads((run_dir / "run.json").read_text())["overrides"] == ["trainer.steps=5"]
@@ -88,7 +92,7 @@ def test_dry_run_writes_a_run_dir_that_round_trips(tmp_path: Path) -> None:
 @pytest.mark.parametrize("leftover", ["config.json", "metrics.jsonl", "samples.jsonl", "checkpoints"])
 def test_a_run_dir_holding_a_run_is_refused(tmp_path: Path, leftover: str) -> None:
     run_dir = tmp_path / "run"
-    assert evr1("run", "quickstart", "--dry-run", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
     if leftover != "config.json":  # what a run leaves besides its config
         (run_dir / "config.json").unlink()
         (run_dir / leftover).mkdir() if leftover == "checkpoints" else (run_dir / leftover).write_text("")
@@ -100,7 +104,9 @@ def test_a_run_dir_holding_a_run_is_refused(tmp_path: Path, leftover: str) -> No
 
 
 def test_default_run_dir_under_run_root(tmp_path: Path) -> None:
-    out = evr1("run", "quickstart:debug", "--dry-run", "--set", f"trainer.run_root='{tmp_path}'")
+    assert evr1("run", "quickstart:debug", "--dry-run", "--set", f"trainer.run_root='{tmp_path}'").returncode == 0
+    assert list(tmp_path.iterdir()) == []  # a dry run leaves no run directory
+    out = evr1("run", "quickstart:debug", "--prepare", "--set", f"trainer.run_root='{tmp_path}'")
     assert out.returncode == 0, out.stderr
     (run_dir,) = (tmp_path / "quickstart-debug").iterdir()
     assert load_experiment(run_dir).trainer.steps == 3
@@ -168,11 +174,11 @@ def test_readable(text: str, expected: str) -> None:
 
 
 def test_plan_shows_lora(tmp_path: Path) -> None:
-    out = evr1("run", "qwen25vl_7b_video:small_gpu_lora", "--dry-run", "--run-dir", str(tmp_path / "run"))
+    out = evr1("run", "qwen25vl_7b_video:small_gpu_lora", "--prepare", "--run-dir", str(tmp_path / "run"))
     assert out.returncode == 0, out.stderr
     lora = out.stdout[out.stdout.index(" lora ") : out.stdout.index(" data ")]  # the table wraps at 80 columns
     assert " ".join(lora.split()) == "lora rank 64, alpha 128, targets q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, vision frozen"
-    out = evr1("run", "quickstart", "--dry-run", "--run-dir", str(tmp_path / "run2"))
+    out = evr1("run", "quickstart", "--prepare", "--run-dir", str(tmp_path / "run2"))
     assert "off (full fine-tuning)" in out.stdout
 
 
@@ -186,7 +192,7 @@ def test_missing_data_file_stops_before_the_run_dir(tmp_path: Path) -> None:
 
 def test_one_data_path_is_a_one_element_tuple(tmp_path: Path) -> None:
     (tmp_path / "mine.jsonl").write_text("")
-    out = evr1("run", "quickstart", "--dry-run", "--run-dir", str(tmp_path / "run"), "--set", f"data.train={tmp_path}/mine.jsonl",
+    out = evr1("run", "quickstart", "--prepare", "--run-dir", str(tmp_path / "run"), "--set", f"data.train={tmp_path}/mine.jsonl",
                "--set", f"data.val={tmp_path}/mine.jsonl")
     assert out.returncode == 0 and "warning" not in out.stderr, out.stderr
     data = load_experiment(tmp_path / "run").data

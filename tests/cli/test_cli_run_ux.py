@@ -64,14 +64,14 @@ def plan_row(stdout: str, key: str) -> str:
 
 
 def test_plan_shows_sampler_mixer_and_reward_routes(tmp_path: Path) -> None:
-    out = evr1("run", "quickstart", "--dry-run", "--run-dir", str(tmp_path / "a"), "--set", "mixer.name=offline_k_threshold",
+    out = evr1("run", "quickstart", "--prepare", "--run-dir", str(tmp_path / "a"), "--set", "mixer.name=offline_k_threshold",
                "--set", "mixer.threshold=0.5", "--set", "data.modality_ratio={'video': 2, 'image': 1}",
                "--set", "reward.routes={'numerical': 'regression'}", "--set", "reward.format=partial")
     assert out.returncode == 0, out.stderr
     assert plan_row(out.stdout, "sampler") == "modality (video 2, image 1)"
     assert plan_row(out.stdout, "mixer") == "offline_k_threshold, k=1 of n=4, threshold 0.5"
     assert plan_row(out.stdout, "rewards") == "numerical -> regression; format partial (weight 0.1)"
-    out = evr1("run", "quickstart", "--dry-run", "--run-dir", str(tmp_path / "b"), "--set", "mixer.name=None", "--set", "mixer.k=0",
+    out = evr1("run", "quickstart", "--prepare", "--run-dir", str(tmp_path / "b"), "--set", "mixer.name=None", "--set", "mixer.k=0",
                "--set", "mixer.decay_steps=None")
     assert out.returncode == 0, out.stderr
     assert plan_row(out.stdout, "mixer") == "off (on-policy only)"
@@ -113,7 +113,7 @@ def test_booleans_still_set_boolean_fields() -> None:
 
 def test_missing_mixer_file_warns_in_a_dry_run_and_stops_a_real_run(tmp_path: Path) -> None:
     args = ("run", "quickstart", "--set", "mixer.file=nofile.jsonl", "--set", f"trainer.run_root='{tmp_path}'")
-    dry = evr1(*args, "--dry-run")
+    dry = evr1(*args, "--prepare")  # as a dry run does, but it writes the run directory
     assert dry.returncode == 0 and "warning: mixer.file nofile.jsonl does not exist; a real run stops here" in dry.stderr
     (run_dir,) = (tmp_path / "quickstart").iterdir()
     assert_user_error(evr1(*args), "mixer.file nofile.jsonl does not exist")
@@ -124,7 +124,7 @@ def test_missing_mixer_file_warns_in_a_dry_run_and_stops_a_real_run(tmp_path: Pa
 
 def test_resume_dry_run_writes_nothing_and_says_so(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    assert evr1("run", "quickstart", "--dry-run", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
     before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
     out = evr1("run", "--resume", str(run_dir), "--dry-run")
     assert out.returncode == 0, out.stderr
@@ -154,11 +154,11 @@ def test_sys_path_is_restored_after_the_import(project: Path) -> None:
 
 
 def test_a_project_found_upwards_is_noted(project: Path) -> None:
-    out = evr1("run", "split", "--dry-run", "--run-dir", str(project / "r"), cwd=project / "data")
+    out = evr1("run", "split", "--prepare", "--run-dir", str(project / "r"), cwd=project / "data")
     assert out.returncode == 0, out.stderr
     assert (f"note: found {project}/experiments/split.py in the project folder {project}; its relative paths (data, cache,"
             f" runs/) resolve from the current folder {project}/data: run from {project} if they are meant from there") in out.stderr
-    here = evr1("run", "split", "--dry-run", "--run-dir", str(project / "r2"), cwd=project)
+    here = evr1("run", "split", "--prepare", "--run-dir", str(project / "r2"), cwd=project)
     assert "note:" not in here.stderr
     moved = evr1("run", "--resume", str(project / "r"), "--dry-run", cwd=project)  # the run started in data/
     assert f"note: this run started in {project}/data; its relative paths resolve from the current folder {project}" in moved.stderr
@@ -166,7 +166,7 @@ def test_a_project_found_upwards_is_noted(project: Path) -> None:
 
 def test_changed_experiment_file_is_noted_and_update_code_replaces_the_copy(project: Path) -> None:
     run_dir = project / "runs" / "split"
-    assert evr1("run", "split", "--dry-run", "--run-dir", str(run_dir), cwd=project).returncode == 0
+    assert evr1("run", "split", "--prepare", "--run-dir", str(run_dir), cwd=project).returncode == 0
     original, config = (run_dir / "experiment.py").read_text(), (run_dir / "config.json").read_bytes()
     assert evr1("run", "--resume", str(run_dir), "--dry-run", cwd=project).stderr == ""  # unchanged: nothing to say
     fixed = original + "\n# fixed\n"
@@ -194,7 +194,7 @@ def test_changed_experiment_file_is_noted_and_update_code_replaces_the_copy(proj
 
 def test_copy_found_by_name_when_the_recorded_file_moved(project: Path) -> None:
     run_dir = project / "runs" / "split"
-    assert evr1("run", str(project / "experiments" / "split.py"), "--dry-run", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1("run", str(project / "experiments" / "split.py"), "--prepare", "--run-dir", str(run_dir)).returncode == 0
     info = json.loads((run_dir / "run.json").read_text())
     (run_dir / "run.json").write_text(json.dumps({**info, "location": "/gone/split.py"}))
     (project / "experiments" / "split.py").write_text(SPLIT + "\n# changed\n")
@@ -207,7 +207,7 @@ def test_run_state_and_failure_marker(tmp_path: Path) -> None:
     from evr1.run_dir import last_failure, log_event, read_info
 
     run_dir = tmp_path / "run"
-    assert evr1("run", "quickstart", "--dry-run", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
     assert (read_info(run_dir)["status"], read_info(run_dir)["history"], last_failure(run_dir)) == ("created", [], None)
     log_event(run_dir, "running", resumed=False)
     log_event(run_dir, "failed", step=3, error="RuntimeError: plugin bug", in_experiment_code=True)

@@ -28,3 +28,19 @@ def test_unloadable_media_name_the_record_and_file(processor, tmp_path: Path) ->
     ok = Record(id="o", problem="?", problem_type="numerical", answer=1, media=[{"kind": "image", "path": "ok.png"}])
     assert not isinstance(prompter.attempt(ok), MediaFailure)
     assert prompter.forget()["media/loaded"] == 1  # only 'o': a record that failed counts none of its media
+
+
+def test_a_prompt_over_max_tokens_is_a_failure_of_its_record(processor, tmp_path: Path) -> None:
+    loader = MediaLoader(VideoSpec(), ImageSpec(), CacheSpec(), processor, tmp_path)
+    unlimited = RecordPrompter(processor, loader, PromptSpec())
+    short = Record(id="s", problem="Is it?", problem_type="boolean", answer=True)
+    long = Record(id="l", problem="word " * 200, problem_type="boolean", answer=True)
+    length = len(unlimited(long))
+    assert length > 200  # every "word " is at least one token
+    limit = len(unlimited(short))  # the short prompt fits exactly
+    prompter = RecordPrompter(processor, loader, PromptSpec(), max_tokens=limit)
+    assert not isinstance(prompter.attempt(short), MediaFailure)
+    failure = MediaFailure("l", "", "prompt", "prompt_too_long", f"the prompt has {length} tokens, over rollout.max_prompt_tokens={limit}")
+    assert prompter.attempt(long) == failure
+    with pytest.raises(MediaLoadError, match=rf"^record 'l': the prompt has {length} tokens, over rollout.max_prompt_tokens={limit}$"):
+        prompter(long)

@@ -145,7 +145,7 @@ def test_missing_paths_and_empty_folders_are_user_errors(tmp_path: Path) -> None
     with pytest.raises(Evr1Error, match="no such file or folder"):
         list(read_records(tmp_path / "absent.jsonl"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(Evr1Error, match="holds no .json or .jsonl"):
+    with pytest.raises(Evr1Error, match="holds no .json, .jsonl or .parquet record files"):
         list(read_records(tmp_path / "empty"))
 
 

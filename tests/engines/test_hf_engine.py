@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -133,6 +135,44 @@ def test_stop_tokens_end_responses(engine, prompts) -> None:
         expected = ids[: ids.index(stop) + 1] if stop in ids else ids
         assert stopped_r.token_ids.tolist() == expected
         assert stopped_r.finish_reason == ("stop" if stop in ids else "length")
+
+
+def test_stop_strings_end_responses_after_the_token_that_completes_them(engine, prompts) -> None:
+    params = SamplingParams(greedy=True, max_tokens=12, stop_token_ids=(-1,))  # no stop token: only the string
+    free = engine.generate(prompts, params)
+
+    def text(ids: list[int]) -> str:
+        return engine.tokenizer.decode(ids, skip_special_tokens=True)
+
+    # a word one token writes after the first, not yet in the text before it (random weights write bytes too)
+    stop = next(word for r in free for k, t in enumerate(r.token_ids.tolist()) if k > 0
+                if (word := text([t])).strip().isascii() and word.strip().isalpha() and word not in text(r.token_ids.tolist()[:k]))
+    stopped = engine.generate(prompts, replace(params, stop=(stop,)))
+    for free_r, stopped_r in zip(free, stopped):
+        ids = free_r.token_ids.tolist()
+        ends = [k + 1 for k in range(len(ids)) if stop in text(ids[: k + 1])]
+        assert stopped_r.token_ids.tolist() == (ids[: ends[0]] if ends else ids)
+        assert stopped_r.finish_reason == ("stop" if ends else "length")
+        assert stopped_r.text == (free_r.text[: free_r.text.index(stop) + len(stop)] if ends else free_r.text)
+    assert any(r.finish_reason == "stop" and len(r) < 12 for r in stopped)
+
+
+def test_repetition_penalty_equals_transformers_generate(engine, processor) -> None:
+    """The outside reference: HF `generate` with the same penalty, greedy, end tokens and banned placeholder
+    tokens, on a text-only prompt."""
+    prompt = build_prompt(processor, "Say something, and say it again and again and again")
+    ids, config = prompt.input_ids[None], engine.model.config
+    responses = []
+    for penalty in (1.0, 1.8):
+        ours = engine.generate([prompt], SamplingParams(greedy=True, max_tokens=12, repetition_penalty=penalty))[0]
+        theirs = engine.model.generate(
+            input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False, repetition_penalty=penalty,
+            eos_token_id=list(engine.stop_ids), pad_token_id=engine.pad_id,
+            bad_words_ids=[[config.image_token_id], [config.video_token_id]],
+        )
+        assert ours.token_ids.tolist() == theirs[0, ids.shape[1]:].tolist()
+        responses.append(ours.token_ids.tolist())
+    assert responses[0] != responses[1]  # the penalty changed the greedy response
 
 
 def test_placeholder_tokens_are_never_sampled(engine, prompts) -> None:

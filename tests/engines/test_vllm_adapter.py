@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -176,10 +176,13 @@ def test_request_errors_name_the_prompt(processor, fam: str) -> None:
 def test_sampling_kwargs() -> None:
     params = SamplingParams(n=4, temperature=0.7, top_p=0.9, top_k=-1, max_tokens=33, seed=5)
     assert sampling_kwargs(params, (7, 8), (3, 4), request_seed(5, 2, 4)) == {
-        "n": 4, "temperature": 0.7, "top_p": 0.9, "top_k": 0, "max_tokens": 33, "logprobs": 0,
-        "stop_token_ids": [7, 8], "ignore_eos": False, "logit_bias": {3: -100.0, 4: -100.0}, "seed": 13,
-        "skip_special_tokens": True,
+        "n": 4, "temperature": 0.7, "top_p": 0.9, "top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0, "stop": None,
+        "include_stop_str_in_output": False, "max_tokens": 33, "logprobs": 0, "stop_token_ids": [7, 8], "ignore_eos": False,
+        "logit_bias": {3: -100.0, 4: -100.0}, "seed": 13, "skip_special_tokens": True,
     }
+    tuned = sampling_kwargs(replace(params, min_p=0.05, repetition_penalty=1.2, stop=("</answer>", "\n\n")), (7,), (), None)
+    assert (tuned["min_p"], tuned["repetition_penalty"], tuned["stop"]) == (0.05, 1.2, ["</answer>", "\n\n"])
+    assert tuned["include_stop_str_in_output"]  # the text keeps the stop string, as the HF engine's does
     greedy = sampling_kwargs(SamplingParams(n=8, top_k=20, greedy=True, stop_token_ids=(9,)), (7,), (), None)
     assert greedy["n"] == 1 and greedy["temperature"] == 0.0 and greedy["top_k"] == 20
     assert greedy["stop_token_ids"] == [9] and greedy["logit_bias"] is None and greedy["seed"] is None
@@ -231,6 +234,15 @@ def test_bad_outputs_are_reported(output, message) -> None:
         rollout_results([RequestOutput("0", [output])], 1, [2])
 
 
+def test_a_response_stopped_by_a_stop_string_keeps_its_tokens_and_text() -> None:
+    done = completion(0, [11, 12], "length", "<answer>B</answer>")
+    done.finish_reason, done.stop_reason = "stop", "</answer>"  # vLLM: the string that stopped it
+    [result] = rollout_results([RequestOutput("0", [done])], 1, [2], ["</answer>"])
+    assert (result.finish_reason, result.token_ids.tolist(), result.text) == ("stop", [11, 12], "<answer>B</answer>")
+    with pytest.raises(Evr1Error, match="other than a stop token or string"):  # a string not asked for
+        rollout_results([RequestOutput("0", [done])], 1, [2], ["</think>"])
+
+
 def test_missing_samples_are_reported() -> None:
     with pytest.raises(Evr1Error, match=r"samples \[0\] for prompt 0, expected 2"):
         rollout_results([RequestOutput("0", [completion(0, [2], "stop")])], 2, [2])
@@ -270,6 +282,17 @@ def test_engine_kwargs() -> None:
     assert engine_kwargs("/m", ModelSpec(dtype="float32"), RolloutSpec())["enable_sleep_mode"] is True
     with pytest.raises(ConfigError, match="no vLLM equivalent"):
         engine_kwargs("/m", ModelSpec(attn_implementation="eager"), RolloutSpec())
+
+
+@pytest.mark.parametrize(("temperature", "ok"), [(0.0, True), (0.01, True), (2.0, True), (0.005, False), (2.5, False)])
+def test_temperatures_vllm_cannot_sample_at_are_refused_at_config_time(temperature: float, ok: bool) -> None:
+    n = 1 if temperature == 0 else 8
+    if ok:
+        RolloutSpec(engine="vllm", temperature=temperature, n=n)
+    else:
+        with pytest.raises(ValueError, match=f"the vllm engine samples at temperature 0 or in \\[0.01, 2\\] \\(got {temperature}\\)"):
+            RolloutSpec(engine="vllm", temperature=temperature, n=n)
+    RolloutSpec(engine="hf", temperature=temperature, n=n)  # the HF engine samples at any temperature
 
 
 @pytest.mark.parametrize(("temperature", "ok"), [(0.0, True), (0.01, True), (2.0, True), (0.005, False), (2.5, False)])

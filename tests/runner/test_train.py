@@ -7,12 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from evr1.runner.metrics import read_metrics
+
+from .holding import held_experiment, wait_until_held
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -95,17 +96,18 @@ def test_three_steps_per_family(tmp_path: Path, models: Path, family: str) -> No
 
 
 def killed_after_first_checkpoint(target: Path, common: list[str]) -> None:
-    """Start `evr1 run quickstart` into `target` and kill it (driver, local Ray, workers) once step 2 is saved."""
+    """Start `evr1 run quickstart` into `target`, held at step 3 (`holding`), and kill it there (driver, local Ray,
+    workers) once step 2 is saved."""
+    experiment = held_experiment(target.parent / f"{target.name}_held.py", "quickstart", target, after_step=2)
     proc = subprocess.Popen(
-        [EVR1, "run", "quickstart", "--run-dir", str(target), *common],
+        [EVR1, "run", str(experiment), "--run-dir", str(target), *common],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    deadline = time.time() + 300
-    while not (target / "checkpoints" / "step_000002" / "trainer.json").exists():
-        assert proc.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
-        time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    try:
+        wait_until_held(proc, target)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
     assert not (target / "final_model").exists()
 
 

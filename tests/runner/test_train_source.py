@@ -1,19 +1,20 @@
 """An experiment file that registers its own reward, run as a user runs it: the Ray workers import the
-file too; Ctrl-C says where the run stopped; `--resume` reads the run directory's copy of the file,
-says where it restarts, and says when there is nothing left to do."""
+file too; Ctrl-C says where the run stopped; `--resume` reads the run directory's copy of the file, says
+where it restarts, and says when there is nothing left to do; checkpoint retention keeps the newest two
+and the best. The run is held at step 2 (`holding`) before it is interrupted, so it cannot finish first."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from evr1.runner.metrics import read_metrics
 
+from .holding import hold_code, wait_until_held
 from .test_train import EVR1, run, settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -43,42 +44,49 @@ def experiment():
         data=fdl.Config(DataSpec, synth=fdl.Config(SynthSpec, tasks=("quickstart",))),
         rollout=fdl.Config(RolloutSpec, n=4, max_prompt_tokens=512, max_response_tokens=8),
         reward=fdl.Config(RewardSpec, routes={{"multiple_choice": "me/fixed_mc"}}),
-        trainer=fdl.Config(TrainerSpec, steps=4, save_every=1),
+        trainer=fdl.Config(TrainerSpec, steps=4, save_every=1, keep_checkpoints=2,
+                           keep_best="reward/multiple_choice/accuracy"),
     )
-'''
+'''  # with `holding.hold_code` added: data.sampler="test/held_uniform" holds the run at step 2
 
 
 
 def test_a_reward_registered_in_the_experiment_file_scores_an_interrupted_and_resumed_run(tmp_path: Path) -> None:
     project, run_dir = tmp_path / "project", tmp_path / "project" / "run"
     (project / "experiments").mkdir(parents=True)
-    (project / "experiments" / "my_exp.py").write_text(textwrap.dedent(EXPERIMENT))
-    args = ("my_exp", "--run-dir", str(run_dir), *settings(tmp_path, tmp_path / "models", **{"trainer.val_every": "0"}))
-    proc = subprocess.Popen([EVR1, "run", *args], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while not (run_dir / "checkpoints" / "step_000001" / "trainer.json").exists():
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.time() < deadline
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    (project / "experiments" / "my_exp.py").write_text(textwrap.dedent(EXPERIMENT) + hold_code(run_dir, after_step=1))
+    args = ("my_exp", "--run-dir", str(run_dir), *settings(tmp_path, tmp_path / "models", **{"trainer.val_every": "0"}),
+            "--set", "data.sampler='test/held_uniform'")
+    with (tmp_path / "err.txt").open("w") as err_file:  # a file, not a pipe a chatty run could fill
+        proc = subprocess.Popen([EVR1, "run", *args], cwd=project, stdout=subprocess.DEVNULL, stderr=err_file, text=True)
+        try:
+            wait_until_held(proc, run_dir, log=tmp_path / "err.txt")
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=120)
+    err = (tmp_path / "err.txt").read_text()
     assert proc.returncode == 130, err[-3000:]
     last = [line for line in err.splitlines() if line.startswith("interrupted at step")]
-    assert last and f"continue with `evr1 run --resume {run_dir}`" in last[-1], err[-3000:]
+    assert last and last[-1].startswith("interrupted at step 2;"), err[-3000:]
+    assert f"continue with `evr1 run --resume {run_dir}` (from step_000001)" in last[-1], err[-3000:]
     assert "Traceback" not in err
 
     (project / "experiments" / "my_exp.py").unlink()  # --resume reads the run directory's copy
     resumed = run("--resume", str(run_dir), cwd=project)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming from checkpoint step_00000" in resumed.stdout
+    assert "resuming from checkpoint step_000001" in resumed.stdout
     rows = read_metrics(run_dir)
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
     for row in rows:  # every response, online and offline, scored by the file's reward in the reward workers
         assert row["reward/multiple_choice/accuracy"] == pytest.approx(SCORE)
         assert row["reward/errors"] == 0.0
 
+    # the newest two and the best: every step ties on the constant score, so the earliest, step 1
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step_000001", "step_000003", "step_000004"]
+
     again = run("--resume", str(run_dir), cwd=project)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "already finished all 4 steps" in again.stdout
+    assert "already finished all 4 steps" in " ".join(again.stdout.split())  # rich wraps long paths
     assert "ray" not in again.stderr.lower()  # Ray never started
     assert read_metrics(run_dir) == rows

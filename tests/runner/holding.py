@@ -1,0 +1,69 @@
+"""Holding a training run at a known step, so a test interrupts or kills it there instead of racing it.
+
+`HOLD_SAMPLER` is experiment-file code registering the sampler `test/held_uniform`: the uniform
+sampler, drawing the same records, except that the first draw made once `{checkpoint}` exists (the
+start of the step after that checkpoint) creates `{held}` and then waits forever. A resumed run finds
+`{held}` and never waits. `wait_until_held` waits for that file while the process runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+HOLD_SAMPLER = '''
+import time as _time
+from pathlib import Path as _Path
+
+from evr1.data.samplers import UniformSampler
+from evr1.registry import SAMPLERS
+
+
+@SAMPLERS.register("test/held_uniform")
+class HeldUniform(UniformSampler):
+    """The uniform sampler, held (forever) at the first draw after {checkpoint!r} is saved."""
+
+    def sample(self, n):
+        if _Path({checkpoint!r}).exists() and not _Path({held!r}).exists():
+            _Path({held!r}).touch()
+            while True:
+                _time.sleep(1)
+        return super().sample(n)
+'''
+
+BASED_ON = '''
+from evr1.experiment_files import load_config
+
+
+def experiment():
+    cfg, _ = load_config({base!r})
+    cfg.data.sampler = "test/held_uniform"
+    return cfg
+'''
+
+
+def hold_code(run_dir: Path, after_step: int) -> str:
+    """`HOLD_SAMPLER` for a run in `run_dir`, held at the start of step `after_step + 1`."""
+    checkpoint = run_dir / "checkpoints" / f"step_{after_step:06d}" / "trainer.json"
+    return HOLD_SAMPLER.format(checkpoint=str(checkpoint), held=str(held_marker(run_dir)))
+
+
+def held_marker(run_dir: Path) -> Path:
+    return run_dir.parent / f"{run_dir.name}.held"  # beside the run directory: never mistaken for run output
+
+
+def held_experiment(file: Path, base: str, run_dir: Path, after_step: int) -> Path:
+    """Write `file`: the experiment `base` (a name `load_config` finds), held as `hold_code` says."""
+    file.write_text(hold_code(run_dir, after_step) + BASED_ON.format(base=base))
+    return file
+
+
+def wait_until_held(proc: subprocess.Popen, run_dir: Path, timeout_s: float = 900, log: Path | None = None) -> None:
+    """Return once the run of `proc` in `run_dir` is held; fail if it ends or `timeout_s` passes first (showing
+    the end of `log`, the run's stderr, when given)."""
+    deadline = time.monotonic() + timeout_s
+    while not held_marker(run_dir).exists():
+        assert proc.poll() is None, "the run ended before it was held:\n" + (log.read_text()[-3000:] if log else "")
+        assert time.monotonic() < deadline, f"the run was not held within {timeout_s:g} s"
+        time.sleep(0.1)

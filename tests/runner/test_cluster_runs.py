@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 
 from evr1.runner.metrics import read_metrics
 
+from .holding import held_experiment, wait_until_held
 from .test_train import ROOT, run, stable
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -73,25 +75,38 @@ def placed(run_dir: Path) -> dict:
     return events[-1]
 
 
-def test_learners_on_two_nodes_train_from_the_drivers_folder(cluster, tmp_path: Path) -> None:
+def test_learners_on_two_nodes_train_from_the_drivers_folder_and_resume_after_kill(cluster, tmp_path: Path) -> None:
     address, folders = cluster
     driver = tmp_path / "driver"
     driver.mkdir()
-    common = cluster_settings(address, tmp_path / "models", **{"trainer.steps": "2", "trainer.save_every": "2",
+    common = cluster_settings(address, tmp_path / "models", **{"trainer.steps": "4", "trainer.save_every": "2",
                                                               "trainer.val_every": "2"})  # fmt: skip
-    out = run(f"{QUICKSTART}:debug", "--run-dir", "run", *common, cwd=driver)
+    out = run(QUICKSTART, "--run-dir", "whole", *common, cwd=driver)
     assert out.returncode == 0, out.stderr[-3000:]
-    record = placed(driver / "run")
+    record = placed(driver / "whole")
     assert len(record["nodes"]) == 2
     learners = {record["actors"][f"learner {r}"]["node_id"] for r in (0, 1)}
     assert len(learners) == 2  # spread: one learner per node
-    assert (driver / "run" / "checkpoints" / "step_000002" / "learner").is_dir()
-    assert (driver / "run" / "final_model" / "config.json").is_file()
-    assert not any(p.name == "run" for f in folders.values() for p in f.iterdir())  # nothing in a node's folder
+    assert (driver / "whole" / "checkpoints" / "step_000004" / "learner").is_dir()
+    assert (driver / "whole" / "final_model" / "config.json").is_file()
+    assert not any(p.name == "whole" for f in folders.values() for p in f.iterdir())  # nothing in a node's folder
     assert "cluster: 2 node(s)" in out.stdout and "learner 1 on" in out.stdout
-    rows = read_metrics(driver / "run")
-    assert [r["step"] for r in rows] == [0, 1, 2] and all(r["learner/optimizer_steps"] == 1.0 for r in rows[1:])
-    assert stable(rows) == stable(read_metrics(driver / "run"))
+    rows = read_metrics(driver / "whole")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3, 4] and all(r["learner/optimizer_steps"] == 1.0 for r in rows[1:])
+
+    killed = driver / "killed"  # the same run, killed (driver only: the actors are the cluster's) after step 2
+    experiment = held_experiment(driver / "held.py", QUICKSTART, killed, after_step=2)
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "evr1"), "run", str(experiment), "--run-dir", "killed",
+                             *common], cwd=driver, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    try:
+        wait_until_held(proc, killed)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    resumed = run("--resume", "killed", cwd=driver)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert stable(read_metrics(killed)) == stable(rows)
 
 
 def test_a_run_the_cluster_cannot_hold_is_refused_before_any_actor_starts(cluster, tmp_path: Path) -> None:

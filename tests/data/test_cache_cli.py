@@ -57,12 +57,20 @@ def test_verify_finds_damaged_and_stale_entries(media_root, tmp_path, good_rows,
     store.put(first, bytes(value))
     stale_file = decode_entry(store.raw(second))[0]["source"]["path"]
     store.close()
-    os.utime(root / stale_file, ns=(0, 10**9))
+    stat = os.stat(root / stale_file)
+    content = bytearray((root / stale_file).read_bytes())
+    content[len(content) // 2] ^= 0x01  # rewritten in place, same size, mtime restored (as `cp -p` does)
+    (root / stale_file).write_bytes(bytes(content))
+    os.utime(root / stale_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
-    verify = run("verify", str(cache), "--sample", "0")
+    verify = run("verify", str(cache))  # every entry by default
     assert verify.returncode == 1
-    assert f"{first.decode()[:16]}: bytes do not match their digest" in verify.stdout
+    assert f"bad cache entry {first.decode()[:16]} in {cache / 'data.mdb'} is damaged: its bytes do not match their digest" \
+        in verify.stdout
     assert f"({stale_file}): source file changed" in verify.stdout
+    assert "checked 3 of 3 entries: 1 bad, 1 with a changed or missing source" in verify.stdout
+    sampled = run("verify", str(cache), "--sample", "2")
+    assert "sampled 2 of 3 entries" in sampled.stdout
 
 
 def test_user_errors_are_short_messages(tmp_path) -> None:

@@ -519,6 +519,9 @@ def ray_session(resources: Any):
         if resources.ray_address:
             ray.init(address=resources.ray_address, log_to_driver=True)
         else:
+            from evr1.runner import reaper
+
+            reaper.watch_descendants()  # the local Ray's helpers end with this process, even after kill -9
             ray.init(
                 num_cpus=resources.num_cpus or 2,
                 num_gpus=resources.num_gpus,
@@ -527,6 +530,7 @@ def ray_session(resources: Any):
                 log_to_driver=True,
                 configure_logging=False,
             )
+            reaper.sync()
         try:
             yield
         finally:

@@ -106,7 +106,9 @@ def build(
     failures: Annotated[Path | None, Opt(help="Failure report JSONL (default: CACHE/failures.jsonl).")] = None,
     strict: Annotated[bool, Opt(help="Exit with status 1 when any media file failed.")] = False,
     progress: Annotated[bool, Opt(help="Show a progress bar.")] = True,
-    replace_damaged: Annotated[bool, Opt(help="A damaged cache file (truncated, unreadable) is deleted and built anew.")] = False,
+    replace_damaged: Annotated[
+        bool, Opt(help="A damaged cache file (truncated, unreadable) is deleted and built anew.")
+    ] = False,
 ) -> None:
     """Prepare every video and image of a dataset once and store the model-ready pixels. Resumable.
 
@@ -127,13 +129,14 @@ def build(
     for split in splits:
         report = build_cache(
             split.records, video=video, image=image, cache=cache_spec, processor=proc, data_root=split.root,
-            workers=workers, failures_path=failures, progress=progress, split=split.name, replace_damaged=replace_damaged,
+            workers=workers, failures_path=failures, progress=progress, split=split.name,
+            replace_damaged=replace_damaged,
         )
         replace_damaged = False  # a file replaced for the first split is the new one
         damaged = f" ({report.damaged} of them damaged entries built again)" if report.damaged else ""
         console.print(
-            f"cache {cache_spec.path} ({split.name}): {report.media} media, {report.built} built{damaged}, {report.skipped} already present, "
-            f"{report.failed} failed ({report.seconds:.1f} s)"
+            f"cache {cache_spec.path} ({split.name}): {report.media} media, {report.built} built{damaged}, "
+            f"{report.skipped} already present, {report.failed} failed ({report.seconds:.1f} s)"
         )
         for item in report.failures[:10]:
             console.print(f"failed: record {item['record']!r} {item['file']}: {item['reason']}: {item['detail']}", markup=False)
@@ -189,7 +192,8 @@ def verify(
     for note in result.stale:
         console.print(f"[yellow]stale[/yellow] {escape(str(note))}")
     console.print(
-        f"{'sampled' if result.sampled else 'checked'} {result.checked} of {result.entries} entries: {len(result.problems)} bad, "
+        f"{'sampled' if result.sampled else 'checked'} {result.checked} of {result.entries} entries: "
+        f"{len(result.problems)} bad, "
         f"{len(result.stale)} with a changed"
         f" or missing source, {len(result.old_schema)} of an older schema"
         + (f", {len(result.newer_schema)} of a newer evr1's schema (kept)" if result.newer_schema else "")

@@ -398,9 +398,9 @@ class TensorCache:
             with self._txn(write=True) as txn:
                 txn.put(key, value)
         except lmdb.MapFullError:
+            size = _gb(self._open().info()["map_size"])
             raise CacheError(
-                f"the cache at {self.path} is full ({_gb(self._open().info()['map_size'])} map): raise data.cache.map_size_gb and "
-                "build again"
+                f"the cache at {self.path} is full ({size} map): raise data.cache.map_size_gb and build again"
             ) from None
 
     def source_digest(self, fingerprint: bytes) -> str | None:

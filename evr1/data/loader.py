@@ -160,8 +160,8 @@ class MediaLoader:
         mod, path = self.modalities[ref.kind], self.source(ref)
         stat = stat if stat is not None else check_file(path)
         content = self.digests.of(path, stat, store if store is not None else self.cache)
-        return (ref.kind, source_identity(ref.path, stat, content), (ref.start, ref.end), mod.spec.model_dump(mode="json"),
-                mod.identity, self.cache_spec.storage)
+        source = source_identity(ref.path, stat, content)
+        return ref.kind, source, (ref.start, ref.end), mod.spec.model_dump(mode="json"), mod.identity, self.cache_spec.storage
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -211,7 +211,8 @@ class MediaLoader:
                 else:
                     values = out.copy_(data)
         except (KeyError, TypeError, ValueError) as exc:  # a header that passed its digest but lacks a field
-            return self._fallback(ref, DamagedEntryError(f"cache entry {key.decode()[:16]} in {self.cache.file}: {exc!r}"), key)
+            damaged = DamagedEntryError(f"cache entry {key.decode()[:16]} in {self.cache.file} is damaged: {exc!r}")
+            return self._fallback(ref, damaged, key)
         except CacheError as exc:
             return self._fallback(ref, exc, key)
         return self._result(ref, info, values, cache_hit=True)

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-POLL_S = 0.5
+POLL_S = 2.0  # after `sync()` only late helpers need it: Ray fate-shares its workers with the raylet
 _WATCHED: dict[int, subprocess.Popen] = {}  # driver pid -> its watchdog
 
 

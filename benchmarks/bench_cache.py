@@ -12,6 +12,10 @@ Per clip (generated once, textured moving content, 30 fps source; 2 fps sampling
 - memcpy: copying the output bytes into a reused buffer (the floor), and `clone()` (a new tensor:
          its first-touch page faults cost more than the copy).
 
+Integrity costs, all inside `ours`: `digest` is the XXH3-128 check of the entry every read does;
+`key` the per-read source check (stat + stat fingerprint, the content digest remembered); `hash`
+what the source check costs when the fingerprint is unknown (the file's XXH3-128, once per process).
+
 Best of several rounds (a shared machine). Run: `python benchmarks/bench_cache.py [--quick]
 [--threads N]` or through pytest-benchmark (`pytest benchmarks/bench_cache.py --benchmark-only`).
 """
@@ -24,8 +28,9 @@ import time
 from pathlib import Path
 
 import torch
+import xxhash
 
-from evr1.data.cache import TensorCache
+from evr1.data.cache import TensorCache, file_digest
 from evr1.data.cache_build import build_cache
 from evr1.data.live import video_frames
 from evr1.data.loader import MediaLoader, family_processors
@@ -94,8 +99,11 @@ def measure(name: str, rounds: int = 5) -> dict[str, float]:
     del hit
     unpooled = MediaLoader(VIDEO, ImageSpec(), cache, procs, path.parent, pool_buffers=0)
     key = loader.key(ref)
-    with TensorCache(cache.path).read(key) as entry:
+    store = TensorCache(cache.path)
+    with store.read(key) as entry:
         entry_bytes = len(entry[1])
+    value = store.raw(key)
+    digest = _best(lambda: xxhash.xxh3_128_digest(value), rounds)
     live_rounds = 1 if info.total_frames > 900 else 2
     figures = {
         "frames": len(info.frame_indices), "size": f"{info.width}x{info.height}", "out_bytes": src.numel() * 4,
@@ -106,6 +114,7 @@ def measure(name: str, rounds: int = 5) -> dict[str, float]:
         "memcpy": _best(lambda: out.copy_(src), rounds),
         "clone": _best(lambda: src.clone(), rounds),
         "peer_disk": pt.stat().st_size, "ours_disk": entry_bytes,
+        "digest": digest, "key": _best(lambda: loader.key(ref), rounds), "hash": _best(lambda: file_digest(path), rounds),
     }
     pt.unlink()  # the peer's copy is rewritten on every run
     return figures
@@ -115,6 +124,7 @@ def report(rows: dict[str, dict]) -> str:
     header = (
         f"{'clip':<14}{'frames':>7}{'size':>9}{'out MB':>8}{'live ms':>9}{'peer ms':>9}{'ours ms':>9}{'memcpy':>8}"
         f"{'fresh':>7}{'clone':>7}{'peer/ours':>10}{'live/ours':>10}{'ours/memcpy':>12}{'fresh/clone':>12}{'disk peer/ours MB':>19}"
+        f"{'digest ms':>10}{'key us':>8}{'hash ms':>8}"
     )
     lines = [header]
     for name, r in rows.items():
@@ -123,11 +133,13 @@ def report(rows: dict[str, dict]) -> str:
             f"{name:<14}{r['frames']:>7}{r['size']:>9}{r['out_bytes'] / 1e6:>8.1f}{ms['live']:>9.0f}{ms['peer']:>9.1f}"
             f"{ms['ours']:>9.1f}{ms['memcpy']:>8.1f}{ms['ours_fresh']:>7.1f}{ms['clone']:>7.1f}"
             f"{r['peer'] / r['ours']:>9.1f}x{r['live'] / r['ours']:>9.0f}x{r['ours'] / r['memcpy']:>11.2f}x"
-            f"{r['ours_fresh'] / r['clone']:>11.2f}x{r['peer_disk'] / 1e6:>12.1f}/{r['ours_disk'] / 1e6:.1f}"
+            f"{r['ours_fresh'] / r['clone']:>11.2f}x{r['peer_disk'] / 1e6:>12.1f}/{r['ours_disk'] / 1e6:<6.1f}"
+            f"{1000 * r['digest']:>10.2f}{1e6 * r['key']:>8.0f}{1000 * r['hash']:>8.2f}"
         )
     lines.append(
         "ours: steady state (output memory reused once the previous output is dropped); memcpy: copy into a reused "
-        "buffer; fresh/clone: a new output tensor every time (first-touch page faults) vs `clone()`"
+        "buffer; fresh/clone: a new output tensor every time (first-touch page faults) vs `clone()`; digest: the entry "
+        "check inside `ours`; key: the per-read source check; hash: the source file's content digest (unknown fingerprint)"
     )
     return "\n".join(lines)
 

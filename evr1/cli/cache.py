@@ -101,10 +101,14 @@ def build(
     image_min_pixels: Annotated[int | None, Opt()] = None,
     image_max_pixels: Annotated[int | None, Opt()] = None,
     overrides: Annotated[list[str] | None, Opt("--set", "-s", help="Override an experiment field: PATH=VALUE.")] = None,
-    workers: Annotated[int, Opt(help="Worker processes (0: prepare in this process).")] = 2,
+    workers: Annotated[int | None, Opt(help="Worker processes (0: prepare in this process; default: 2, or this process "
+                                            "when the files to prepare total under 64 MB).")] = None,
     failures: Annotated[Path | None, Opt(help="Failure report JSONL (default: CACHE/failures.jsonl).")] = None,
     strict: Annotated[bool, Opt(help="Exit with status 1 when any media file failed.")] = False,
     progress: Annotated[bool, Opt(help="Show a progress bar.")] = True,
+    replace_damaged: Annotated[
+        bool, Opt(help="A damaged cache file (truncated, unreadable) is deleted and built anew.")
+    ] = False,
 ) -> None:
     """Prepare every video and image of a dataset once and store the model-ready pixels. Resumable.
 
@@ -126,10 +130,13 @@ def build(
         report = build_cache(
             split.records, video=video, image=image, cache=cache_spec, processor=proc, data_root=split.root,
             workers=workers, failures_path=failures, progress=progress, split=split.name,
+            replace_damaged=replace_damaged,
         )
+        replace_damaged = False  # a file replaced for the first split is the new one
+        damaged = f" ({report.damaged} of them damaged entries built again)" if report.damaged else ""
         console.print(
-            f"cache {cache_spec.path} ({split.name}): {report.media} media, {report.built} built, {report.skipped} already present, "
-            f"{report.failed} failed ({report.seconds:.1f} s)"
+            f"cache {cache_spec.path} ({split.name}): {report.media} media, {report.built} built{damaged}, "
+            f"{report.skipped} already present, {report.failed} failed ({report.seconds:.1f} s)"
         )
         for item in report.failures[:10]:
             console.print(f"failed: record {item['record']!r} {item['file']}: {item['reason']}: {item['detail']}", markup=False)
@@ -167,11 +174,12 @@ def _fields(values: dict[str, Any]) -> str:
 @app.command()
 def verify(
     path: Annotated[Path, typer.Argument(help="Cache directory.")],
-    sample: Annotated[int, Opt(help="Entries to check (0: all).")] = 64,
+    sample: Annotated[int, Opt(help="Check a random sample of N entries (default 0: every entry).")] = 0,
     decode: Annotated[bool, Opt(help="Also prepare the source again and compare the bytes.")] = False,
     seed: Annotated[int, Opt()] = 0,
 ) -> None:
-    """Re-hash a sample of entries (and optionally re-decode their sources); exit 1 on any bad entry.
+    """Check every entry's digest and source file (or a sample; optionally re-decode the sources); exit 1 on any
+    damaged or stale entry.
 
     Entries of an older cache schema are never read (they are rebuilt); they are counted apart,
     not as bad: remove them with `evr1 cache prune`.
@@ -184,13 +192,15 @@ def verify(
     for note in result.stale:
         console.print(f"[yellow]stale[/yellow] {escape(str(note))}")
     console.print(
-        f"checked {result.checked} of {result.entries} entries: {len(result.problems)} bad, {len(result.stale)} with a changed"
+        f"{'sampled' if result.sampled else 'checked'} {result.checked} of {result.entries} entries: "
+        f"{len(result.problems)} bad, "
+        f"{len(result.stale)} with a changed"
         f" or missing source, {len(result.old_schema)} of an older schema"
         + (f", {len(result.newer_schema)} of a newer evr1's schema (kept)" if result.newer_schema else "")
     )
     if result.old_schema:
         console.print(f"entries of an older schema are never read: remove them with `evr1 cache prune {escape(str(path))}`")
-    if result.problems:
+    if result.problems or result.stale:
         raise typer.Exit(1)
 
 

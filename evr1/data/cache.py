@@ -1,11 +1,26 @@
 """The LMDB tensor cache: one entry per (media file, settings, processor), never a pickle.
 
-An entry is `MAGIC | header length (u32 LE) | JSON header | zero padding to 64 | raw tensor bytes`.
-The header names the dtype and shape of the bytes, the media info (grid, frame indices,
-timestamps, fps), the source file, the spec, the processor identity and a BLAKE2b digest of the
-bytes. The key is the SHA-256 of the source identity (path relative to the data root, size,
-mtime), the clip, the full `VideoSpec`/`ImageSpec`, the processor identity, the storage form and
-the schema version, so a changed file or setting can never return a stale entry.
+An entry is `MAGIC | digest (16 bytes) | header length (u32 LE) | JSON header | zero padding to 64 |
+raw tensor bytes`. The digest is the XXH3-128 of everything after it (header and bytes), checked on
+every read (XXH3 runs at memory speed, so a check costs a few percent of the copy a read does); a
+damaged entry raises `DamagedEntryError`. The header names the dtype and shape of the bytes, the
+media info (grid, frame indices, timestamps, fps), the source file, the spec and the processor
+identity. The key is the SHA-256 of the source identity (path relative to the data root, size and
+the XXH3-128 of the file's content), the clip, the full `VideoSpec`/`ImageSpec`, the processor
+identity, the storage form and the schema version, so a changed file or setting can never return a
+stale entry, and a file copied unchanged to another machine is still a hit.
+
+Hashing a source file is avoided where a cheaper check decides: the `sources` table maps a stat
+fingerprint (device, inode, size, mtime, ctime) to the content digest. A file rewritten in place
+with its mtime restored (`cp -p`, `rsync -t`, `tar x`, `touch -r`) has a new ctime (which no tool
+can set back) or a new inode, so its fingerprint is unknown and its content is hashed again.
+`cache build` records the fingerprints of the files it hashed; readers hash a file whose
+fingerprint is unknown once per process (`SourceDigests`).
+
+A cache file that cannot be read safely (truncated below its last page, not an LMDB file,
+unreadable, damaged B-tree) raises `CacheFileError`: LMDB maps the file into memory, so reading a
+page past the end of a truncated file would kill the process with SIGBUS; opening checks the
+file's size against the last page the environment uses, once per process.
 
 LMDB gives one writer and any number of concurrent readers (processes and threads); every entry
 is written in its own transaction, so a half-written entry is never visible, even after a kill.
@@ -25,18 +40,32 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evr1.data.media import Geometry
+import xxhash
+
+from evr1.data.media import Geometry, MediaError
 from evr1.errors import Evr1Error
 
 _log = logging.getLogger(__name__)
-SCHEMA_VERSION = 3  # 3: clip-clock timestamps, clip start frame and source size in `MediaInfo`
-MAGIC = b"EVR1C\x01"
+SCHEMA_VERSION = 4  # 4: XXH3 digest over header and bytes, source identity by content
+MAGIC = b"EVR1C\x02"
+_OLD_MAGIC = b"EVR1C\x01"  # schemas <= 3: `MAGIC | u32 | JSON header (with a BLAKE2b digest) | pad | bytes`
+_DIGEST = 16
 _ALIGN = 64
-_ENTRIES, _BUILDS = b"entries", b"builds"
+_ENTRIES, _BUILDS, _SOURCES = b"entries", b"builds", b"sources"
+_HASH_CHUNK = 8 << 20
 
 
 class CacheError(Evr1Error):
-    """A cache that cannot be opened or an entry that cannot be read."""
+    """A cache that cannot be opened or an entry that cannot be read (readers in `prefer` mode decode live)."""
+
+
+class DamagedEntryError(CacheError):
+    """An entry whose bytes or header do not match its digest (or cannot be parsed)."""
+
+
+class CacheFileError(Evr1Error):
+    """The cache file itself cannot be read safely (truncated, not LMDB, unreadable): nothing is read from it,
+    in any mode; `evr1 cache build --replace-damaged` starts a new one."""
 
 
 def canonical_json(value: Any) -> bytes:
@@ -54,8 +83,57 @@ def processor_identity(processor: object) -> dict[str, Any]:
     }
 
 
-def source_identity(rel_path: str, stat: os.stat_result) -> dict[str, Any]:
-    return {"path": Path(rel_path).as_posix(), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+def fingerprint(stat: os.stat_result) -> bytes:
+    """What changes whenever a file's content can have changed on this machine (ctime cannot be set back)."""
+    return canonical_json([stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns])
+
+
+def file_digest(path: str | Path) -> str:
+    """The XXH3-128 of a file's content (read in chunks into one buffer)."""
+    hasher, buffer = xxhash.xxh3_128(), bytearray(_HASH_CHUNK)
+    view = memoryview(buffer)
+    try:
+        with open(path, "rb", buffering=0) as file:
+            while n := file.readinto(buffer):
+                hasher.update(view[:n])
+    except OSError as exc:
+        raise MediaError(str(path), "missing", f"cannot read file: {exc.strerror}") from None
+    return hasher.hexdigest()
+
+
+class SourceDigests:
+    """Content digests of source files by stat fingerprint: remembered in this process, else read from a
+    cache's `sources` table, else computed (`hashed` keeps those, for a build to record)."""
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, str] = {}
+        self.hashed: dict[bytes, str] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:  # a copy in another process starts empty
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()
+
+    def of(self, path: str | Path, stat: os.stat_result, store: TensorCache | None = None) -> str:
+        key = fingerprint(stat)
+        if (known := self._known.get(key)) is not None:
+            return known
+        known = store.source_digest(key) if store is not None and store.exists() else None
+        if known is None:
+            known = file_digest(path)
+            if fingerprint(os.stat(path)) != key:
+                raise MediaError(str(path), "changed", "file changed while its content was being hashed")
+            with self._lock:
+                self.hashed[key] = known
+        with self._lock:
+            self._known[key] = known
+        return known
+
+
+def source_identity(rel_path: str, stat: os.stat_result, content: str) -> dict[str, Any]:
+    return {"path": Path(rel_path).as_posix(), "size": stat.st_size, "content": content}
 
 
 def entry_key(
@@ -70,25 +148,31 @@ def entry_key(
     return hashlib.sha256(canonical_json(ident)).hexdigest().encode()
 
 
-def digest(payload: bytes | memoryview) -> str:
-    return hashlib.blake2b(payload, digest_size=16).hexdigest()
-
-
 def encode_entry(header: dict[str, Any], payload: bytes | memoryview) -> bytes:
-    """Header (with the payload digest added) and raw bytes as one cache value."""
-    head = canonical_json({**header, "schema": SCHEMA_VERSION, "nbytes": len(payload), "digest": digest(payload)})
-    start = len(MAGIC) + 4 + len(head)
-    pad = -start % _ALIGN
-    return b"".join([MAGIC, struct.pack("<I", len(head)), head, b"\0" * pad, payload])
+    """Header and raw bytes as one cache value, with the digest of both."""
+    head = canonical_json({**header, "schema": SCHEMA_VERSION, "nbytes": len(payload)})
+    start = len(MAGIC) + _DIGEST + 4 + len(head)
+    parts = [struct.pack("<I", len(head)), head, b"\0" * (-start % _ALIGN)]
+    hasher = xxhash.xxh3_128()
+    for part in (*parts, payload):
+        hasher.update(part)
+    return b"".join([MAGIC, hasher.digest(), *parts, payload])
 
 
 def _header(view: memoryview) -> tuple[dict[str, Any], int]:
-    """The JSON header of one cache value and where its payload starts."""
-    if bytes(view[: len(MAGIC)]) != MAGIC:
-        raise CacheError("cache entry has an unknown format (bad magic)")
-    (size,) = struct.unpack("<I", view[len(MAGIC) : len(MAGIC) + 4])
-    start = len(MAGIC) + 4
-    header = json.loads(bytes(view[start : start + size]))
+    """The JSON header of one cache value (either layout) and where its payload starts."""
+    magic = bytes(view[: len(MAGIC)])
+    if magic not in (MAGIC, _OLD_MAGIC):
+        raise DamagedEntryError("unknown format (bad magic)")
+    start = len(MAGIC) + (_DIGEST if magic == MAGIC else 0)
+    (size,) = struct.unpack("<I", view[start : start + 4])
+    start += 4
+    try:
+        header = json.loads(bytes(view[start : start + size]))
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise DamagedEntryError(f"unreadable header ({exc})") from None
+    if not isinstance(header, dict):
+        raise DamagedEntryError("unreadable header (not a JSON object)")
     return header, start + size + (-(start + size) % _ALIGN)
 
 
@@ -96,21 +180,27 @@ def entry_schema(value: memoryview | bytes) -> Any:
     """The schema an encoded entry was written under (None when its header is unreadable)."""
     try:
         return _header(memoryview(value))[0].get("schema")
-    except (CacheError, ValueError, struct.error):
+    except (CacheError, struct.error):
         return None
 
 
 def decode_entry(value: memoryview | bytes) -> tuple[dict[str, Any], memoryview]:
-    """The header and a zero-copy view of the raw bytes of one cache value."""
+    """The header and a zero-copy view of the raw bytes of one cache value, checked against its digest."""
     view = memoryview(value)
+    if len(view) < len(MAGIC) + _DIGEST + 4:
+        raise DamagedEntryError(f"truncated ({len(view)} bytes)")
+    if bytes(view[: len(MAGIC)]) == MAGIC and xxhash.xxh3_128_digest(view[len(MAGIC) + _DIGEST :]) != bytes(
+        view[len(MAGIC) : len(MAGIC) + _DIGEST]
+    ):
+        raise DamagedEntryError("its bytes do not match their digest")
     header, offset = _header(view)
-    payload = view[offset:]
     if header.get("schema") != SCHEMA_VERSION:
         raise CacheError(
             f"cache entry has schema {header.get('schema')}, this evr1 reads schema {SCHEMA_VERSION}: rebuild with `evr1 cache build`"
         )
+    payload = view[offset:]
     if len(payload) != header.get("nbytes"):
-        raise CacheError(f"cache entry is truncated ({len(payload)} bytes, header says {header.get('nbytes')})")
+        raise DamagedEntryError(f"truncated ({len(payload)} bytes, header says {header.get('nbytes')})")
     return header, payload
 
 
@@ -170,24 +260,53 @@ class TensorCache:
 
         if self.write:
             self.path.mkdir(parents=True, exist_ok=True)
-        elif not (self.path / "data.mdb").is_file():
+        elif not self.exists():
             raise CacheError(f"no cache at {self.path} (build it with `evr1 cache build`)")
         readonly = not os.access(self.path, os.W_OK)
         if readonly and self.write:
             raise CacheError(f"cannot write the cache at {self.path}: the folder is read-only")
+        if self.exists() and (size := self.file.stat().st_size) < 2 * 4096:  # LMDB's two meta pages
+            raise self._damaged(f"truncated to {size} bytes")
         try:
             env = self._lmdb_open(readonly, lock=True)
         except lmdb.Error as exc:
             if not readonly:
-                raise CacheError(f"cannot open the cache at {self.path}: {exc}") from None
+                raise self._damaged(str(exc)) from None
             _log.warning("cache %s: cannot use its lock file (%s); reading without it, so nobody may write it meanwhile",
                          self.path, exc)
             env = self._lmdb_open(readonly, lock=False)
         try:
+            self._check_size(env)
             dbs = {name: env.open_db(name, create=self.write) for name in (_ENTRIES, _BUILDS)}
+            try:
+                dbs[_SOURCES] = env.open_db(_SOURCES, create=self.write)
+            except lmdb.NotFoundError:  # a cache of an older schema, opened read-only
+                dbs[_SOURCES] = None
         except lmdb.Error as exc:
+            env.close()
             raise CacheError(f"cannot open the cache at {self.path}: {exc}") from None
+        except CacheFileError:
+            env.close()
+            raise
         return env, dbs
+
+    @property
+    def file(self) -> Path:
+        return self.path / "data.mdb"
+
+    def _damaged(self, why: str) -> CacheFileError:
+        return CacheFileError(
+            f"the cache file {self.file} is damaged ({why}): nothing is read from it; "
+            "start a new one with `evr1 cache build ... --replace-damaged`"
+        )
+
+    def _check_size(self, env: Any) -> None:
+        """LMDB maps the file: a page past its end would kill the reader with SIGBUS, so the file must hold
+        every page up to the last one the environment uses."""
+        need = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+        size = self.file.stat().st_size
+        if size < need:
+            raise self._damaged(f"truncated: {size} bytes, its pages need {need}")
 
     def _lmdb_open(self, readonly: bool, *, lock: bool):
         import lmdb
@@ -198,7 +317,7 @@ class TensorCache:
         except lmdb.Error as exc:
             if lock:
                 raise
-            raise CacheError(f"cannot open the cache at {self.path}: {exc}") from None
+            raise self._damaged(str(exc)) from None
 
     def _grow(self, env: Any) -> None:
         """Widen the shared environment's map to this handle's `map_size` (it never shrinks).
@@ -219,74 +338,115 @@ class TensorCache:
         return _OPEN[self._slot][1]
 
     def exists(self) -> bool:
-        return (self.path / "data.mdb").is_file()
+        return self.file.is_file()
+
+    def check(self) -> None:
+        """Open the cache when its file exists: a damaged file raises `CacheFileError` now, not at a read."""
+        if self.exists():
+            self._open()
+
+    @contextmanager
+    def _txn(self, db: bytes | None = _ENTRIES, *, write: bool = False, buffers: bool = False) -> Iterator[Any]:
+        """A transaction on one table; LMDB's own errors there (a damaged B-tree) mean a damaged file."""
+        import lmdb
+
+        env = self._open()
+        try:
+            with env.begin(db=self._dbs[db] if db else None, write=write, buffers=buffers) as txn:
+                yield txn
+        except lmdb.MapFullError:
+            raise
+        except lmdb.Error as exc:
+            raise self._damaged(f"{type(exc).__name__}: {exc}") from None
 
     @contextmanager
     def read(self, key: bytes) -> Iterator[tuple[dict[str, Any], memoryview] | None]:
-        """`(header, payload view)` of an entry, or None; the view is valid only inside the `with`."""
-        env = self._open()
-        with env.begin(db=self._dbs[_ENTRIES], buffers=True) as txn:
+        """`(header, payload view)` of an entry, or None; the view is valid only inside the `with`. The entry is
+        checked against its digest: a damaged one raises `DamagedEntryError` naming it and the cache file."""
+        with self._txn(buffers=True) as txn:
             value = txn.get(key)
-            yield None if value is None else decode_entry(value)
+            yield None if value is None else self._decode(key, value)
+
+    def _decode(self, key: bytes, value: memoryview) -> tuple[dict[str, Any], memoryview]:
+        try:
+            return decode_entry(value)
+        except DamagedEntryError as exc:
+            raise DamagedEntryError(f"cache entry {key.decode()[:16]} in {self.file} is damaged: {exc}") from None
+
+    def intact(self, key: bytes) -> bool | None:
+        """Whether the entry is present and matches its digest (None: absent)."""
+        try:
+            with self.read(key) as entry:
+                return None if entry is None else True
+        except CacheError:
+            return False
 
     def raw(self, key: bytes) -> bytes | None:
         """A copy of an encoded entry (for tools; readers use `read`)."""
-        env = self._open()
-        with env.begin(db=self._dbs[_ENTRIES]) as txn:
+        with self._txn() as txn:
             return txn.get(key)
 
     def __contains__(self, key: bytes) -> bool:
-        env = self._open()
-        with env.begin(db=self._dbs[_ENTRIES]) as txn:
+        with self._txn() as txn:
             return txn.get(key) is not None
 
     def put(self, key: bytes, value: bytes) -> None:
         """Write one encoded entry in its own transaction (all of it is visible, or none)."""
         import lmdb
 
-        env = self._open()
         try:
-            with env.begin(write=True, db=self._dbs[_ENTRIES]) as txn:
+            with self._txn(write=True) as txn:
                 txn.put(key, value)
         except lmdb.MapFullError:
+            size = _gb(self._open().info()["map_size"])
             raise CacheError(
-                f"the cache at {self.path} is full ({_gb(env.info()['map_size'])} map): raise data.cache.map_size_gb and build again"
+                f"the cache at {self.path} is full ({size} map): raise data.cache.map_size_gb and build again"
             ) from None
+
+    def source_digest(self, fingerprint: bytes) -> str | None:
+        """The content digest recorded for a source file's stat fingerprint (see `SourceDigests`)."""
+        self._open()
+        if self._dbs[_SOURCES] is None:
+            return None
+        with self._txn(_SOURCES) as txn:
+            value = txn.get(fingerprint)
+        return None if value is None else value.decode()
+
+    def record_sources(self, digests: dict[bytes, str]) -> None:
+        """Record content digests by stat fingerprint, in one transaction."""
+        with self._txn(_SOURCES, write=True) as txn:
+            for key, value in digests.items():
+                txn.put(key, value.encode())
 
     def schemas(self) -> dict[bytes, Any]:
         """The schema of every entry, read from the headers (payloads are not copied)."""
-        env = self._open()
-        with env.begin(db=self._dbs[_ENTRIES], buffers=True) as txn:
+        with self._txn(buffers=True) as txn:
             return {bytes(k): entry_schema(v) for k, v in txn.cursor()}
 
     def delete(self, keys: list[bytes]) -> None:
         """Remove entries, in one transaction (their pages are reused by later entries; the file does not shrink)."""
-        env = self._open()
-        with env.begin(write=True, db=self._dbs[_ENTRIES]) as txn:
+        with self._txn(write=True) as txn:
             for key in keys:
                 txn.delete(key)
 
     def log_build(self, name: str, summary: dict[str, Any]) -> None:
-        env = self._open()
-        with env.begin(write=True, db=self._dbs[_BUILDS]) as txn:
+        with self._txn(_BUILDS, write=True) as txn:
             txn.put(name.encode(), canonical_json(summary))
 
     def builds(self) -> list[dict[str, Any]]:
-        env = self._open()
-        with env.begin(db=self._dbs[_BUILDS]) as txn:
+        with self._txn(_BUILDS) as txn:
             return [{"name": k.decode(), **json.loads(v)} for k, v in txn.cursor()]
 
     def keys(self) -> list[bytes]:
-        env = self._open()
-        with env.begin(db=self._dbs[_ENTRIES]) as txn:
+        with self._txn() as txn:
             return [bytes(k) for k in txn.cursor().iternext(keys=True, values=False)]
 
     def stats(self) -> CacheStats:
-        env = self._open()
-        with env.begin() as txn:
+        self._open()
+        with self._txn(None) as txn:
             st = txn.stat(self._dbs[_ENTRIES])
         pages = st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]
-        return CacheStats(st["entries"], pages * st["psize"], (self.path / "data.mdb").stat().st_size)
+        return CacheStats(st["entries"], pages * st["psize"], self.file.stat().st_size)
 
     def close(self) -> None:
         """Release this handle; the environment closes with its last user in this process."""

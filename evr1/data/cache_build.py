@@ -7,12 +7,23 @@ frame, ...) never stops the build: each record that uses it gets a line in the f
 (JSONL: `record`, `file`, `kind`, `reason`, `detail`, and `split` when the build names one).
 A build that built or failed something is logged in the cache with its settings and counts
 (`evr1 cache info` lists them); one that found every entry present is not.
+
+Every present entry is checked against its digest first (XXH3, at memory speed: the build reads the
+cache once); a damaged one is built again. A damaged cache file stops the build (`CacheFileError`)
+unless `replace_damaged` starts a new one. Workers die with the build (`die_with_parent`); a build
+of little data (under `INLINE_BYTES` of source files) runs in this process, since starting the
+workers (seconds each: they import torch and receive the processor) would cost more than the work.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
+import logging
 import multiprocessing
+import os
+import signal
+import sys
 import time
 from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -22,12 +33,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evr1.data.cache import TensorCache, encode_entry, source_identity
+from evr1.data.cache import CacheFileError, TensorCache, encode_entry, entry_key, fingerprint
 from evr1.data.decode import check_file
 from evr1.data.loader import MediaLoader
 from evr1.data.media import MediaError
 from evr1.data.records import MediaRef, Record
 from evr1.specs import CacheSpec, ImageSpec, VideoSpec
+
+_log = logging.getLogger(__name__)
+AUTO_WORKERS = 2
+INLINE_BYTES = 64 << 20  # below this much source data a build prepares in this process (no worker start-up)
 
 
 @dataclass
@@ -35,6 +50,7 @@ class _Task:
     key: bytes
     ref: MediaRef
     source: dict[str, Any]
+    fingerprint: bytes  # the file's stat fingerprint when its content was hashed
     records: list[str] = field(default_factory=list)
 
 
@@ -46,6 +62,8 @@ class BuildReport:
     built: int = 0
     skipped: int = 0
     failed: int = 0
+    damaged: int = 0  # present entries that did not match their digest, built again
+    workers: int = 0  # worker processes used (0: this process)
     seconds: float = 0.0
     failures: list[dict[str, Any]] = field(default_factory=list)
     failures_path: str | None = None
@@ -56,7 +74,7 @@ def _entry(loader: MediaLoader, task: _Task) -> bytes:
     import torch
 
     prepared = loader.prepare(task.ref)
-    if source_identity(task.ref.path, check_file(loader.source(task.ref))) != task.source:
+    if fingerprint(check_file(loader.source(task.ref))) != task.fingerprint:
         raise MediaError(task.ref.path, "changed", "file changed while the cache was being built")
     mod = loader.modalities[task.ref.kind]
     if loader.cache_spec.storage == "uint8":
@@ -84,10 +102,20 @@ def _entry(loader: MediaLoader, task: _Task) -> bytes:
 _WORKER_LOADER: MediaLoader | None = None
 
 
-def _init_worker(loader: MediaLoader) -> None:
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when its parent dies (Linux `PR_SET_PDEATHSIG`), and exit now if the
+    parent (pid `parent`) is already gone, so a `kill -9` of the parent leaves no worker behind."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _init_worker(loader: MediaLoader, parent: int) -> None:
     import torch
 
     global _WORKER_LOADER
+    die_with_parent(parent)
     torch.set_num_threads(1)
     _WORKER_LOADER = loader
 
@@ -102,24 +130,35 @@ def _work(task: _Task) -> tuple[str, Any]:
 
 
 def plan(records: Iterable[Record], loader: MediaLoader, cache: TensorCache) -> tuple[list[_Task], int, list[dict]]:
-    """The media to build (one task per distinct entry), the count already cached, and early failures."""
+    """The media to build (one task per distinct entry: missing or damaged), the count already cached and
+    intact, and early failures. The content digests it computed are in `loader.digests.hashed`."""
     tasks: dict[bytes, _Task] = {}
     present: set[bytes] = set()
     failures: list[dict] = []
+    damaged: list[bytes] = []
     for record in records:
         for ref in record.media:
             try:
                 stat = check_file(loader.source(ref))
+                identity = loader.identity(ref, stat, cache)
             except MediaError as exc:
                 failures.append(_failure(record.id, ref, exc.reason, exc.detail))
                 continue
-            key = loader.key(ref, stat)
-            if key in present or (cache.exists() and key in cache):
-                present.add(key)
+            key = entry_key(*identity)
+            if key in present:
                 continue
-            task = tasks.setdefault(key, _Task(key, ref, source_identity(ref.path, stat)))
+            if key not in tasks and cache.exists():
+                intact = cache.intact(key)
+                if intact:
+                    present.add(key)
+                    continue
+                if intact is False:
+                    damaged.append(key)
+            task = tasks.setdefault(key, _Task(key, ref, identity[1], fingerprint(stat)))
             task.records.append(record.id)
-    return list(tasks.values()), len(present), failures
+    for key in damaged:
+        _log.warning("cache %s: entry %s is damaged; building it again", cache.file, key.decode()[:16])
+    return list(tasks.values()), len(present), failures, len(damaged)
 
 
 def _failure(record_id: str, ref: MediaRef, reason: str, detail: str) -> dict[str, Any]:
@@ -128,14 +167,16 @@ def _failure(record_id: str, ref: MediaRef, reason: str, detail: str) -> dict[st
 
 def build_cache(
     records: Iterable[Record], *, video: VideoSpec, image: ImageSpec, cache: CacheSpec, processor: Any,
-    data_root: str | Path, workers: int = 1, failures_path: str | Path | None = None, progress: bool = True,
-    split: str | None = None,
+    data_root: str | Path, workers: int | None = None, failures_path: str | Path | None = None, progress: bool = True,
+    split: str | None = None, replace_damaged: bool = False,
 ) -> BuildReport:
     """Prepare every media file of `records` into the cache at `cache.path`; see the module doc.
 
     `split` names the records' split (e.g. `train`): its failure lines carry it, and the failure
     report (default `CACHE/failures.jsonl`) keeps the other splits' lines, so one report lists the
-    latest failures of every split.
+    latest failures of every split. `replace_damaged`: a damaged cache file is deleted and built anew.
+    `workers`: processes preparing media (0: this process; None: `AUTO_WORKERS`, or this process when the
+    files to prepare total under `INLINE_BYTES`).
     """
     from tqdm import tqdm
 
@@ -145,13 +186,17 @@ def build_cache(
         raise ConfigError("the cache has no path: set data.cache.path (or pass --cache)")
     started = time.perf_counter()
     loader = MediaLoader(video, image, cache.model_copy(update={"mode": "bypass"}), processor, data_root)
-    store = TensorCache(cache.path, write=True, map_size_gb=cache.map_size_gb)
+    store = _open_store(cache, replace_damaged)
     try:
-        tasks, skipped, failures = plan(records, loader, store)
+        tasks, skipped, failures, damaged = plan(records, loader, store)
+        store.record_sources(loader.digests.hashed)
         early = len({(f["file"], f["reason"]) for f in failures})
-        report = BuildReport(media=len(tasks) + skipped + early, skipped=skipped)
+        report = BuildReport(media=len(tasks) + skipped + early, skipped=skipped, damaged=damaged)
         bar = tqdm(total=report.media, initial=skipped + early, unit="media", desc="cache build", disable=not progress,
                    dynamic_ncols=True)
+        if workers is None:
+            workers = 0 if sum(task.source["size"] for task in tasks) < INLINE_BYTES else AUTO_WORKERS
+        report.workers = workers
         try:
             for task, (status, value) in _run(tasks, loader, workers):
                 if status == "ok":
@@ -176,6 +221,20 @@ def build_cache(
     finally:
         store.close()
     return report
+
+
+def _open_store(cache: CacheSpec, replace_damaged: bool) -> TensorCache:
+    """The cache opened for writing; a damaged file raises `CacheFileError`, or with `replace_damaged` is deleted."""
+    store = TensorCache(cache.path, write=True, map_size_gb=cache.map_size_gb)
+    try:
+        store.check()
+    except CacheFileError as exc:
+        if not replace_damaged:
+            raise
+        _log.warning("%s; deleting it and starting a new cache", exc)
+        for name in ("data.mdb", "lock.mdb"):
+            (Path(cache.path) / name).unlink(missing_ok=True)
+    return store
 
 
 def _write_failures(failures: list[dict], path: str | Path, split: str | None) -> Path:
@@ -213,7 +272,7 @@ def _run(tasks: list[_Task], loader: MediaLoader, workers: int, work=_work):
 def _pool(loader: MediaLoader, workers: int, pending: list[_Task], work):
     """Run `pending` (consumed from the end) in a fresh pool; returns the tasks lost if a worker died."""
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(loader,)) as pool:
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(loader, os.getpid())) as pool:
         running: dict[Future, _Task] = {}
         try:
             while pending or running:

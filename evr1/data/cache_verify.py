@@ -1,4 +1,5 @@
-"""`evr1 cache verify`: re-hash a sample of entries, check their sources, optionally re-decode them.
+"""`evr1 cache verify`: check every entry (or a sample) against its digest and its source file's content,
+optionally re-decode them.
 `evr1 cache prune`: remove the entries of older cache schemas, which this evr1 never reads."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evr1.data.cache import SCHEMA_VERSION, CacheError, TensorCache, digest, entry_schema
+from evr1.data.cache import SCHEMA_VERSION, CacheError, DamagedEntryError, SourceDigests, TensorCache, entry_schema
 from evr1.data.media import Geometry, MediaError
 
 
@@ -16,15 +17,17 @@ from evr1.data.media import Geometry, MediaError
 class VerifyResult:
     entries: int = 0
     checked: int = 0
+    sampled: bool = False  # `checked` is a random sample of the entries
     problems: list[str] = field(default_factory=list)  # entries whose bytes are wrong: the cache is damaged
     stale: list[str] = field(default_factory=list)  # entries whose source changed or vanished: never hit again
     old_schema: list[str] = field(default_factory=list)  # entries of an older cache schema: never read, not damaged
     newer_schema: list[str] = field(default_factory=list)  # entries a newer evr1 wrote: kept, read by that evr1
 
 
-def verify_cache(path: str | Path, sample: int = 64, decode: bool = False, seed: int = 0) -> VerifyResult:
-    """Check `sample` random entries (all when 0): header, length, digest, source file, and (with
-    `decode`) that preparing the source again gives the same bytes."""
+def verify_cache(path: str | Path, sample: int = 0, decode: bool = False, seed: int = 0) -> VerifyResult:
+    """Check every entry (`sample` random ones when > 0): digest, header, length, that the source file's
+    content is the one the entry was built from, and (with `decode`) that preparing the source again
+    gives the same bytes."""
     store = TensorCache(path)
     try:
         return _verify(store, sample, decode, seed)
@@ -35,15 +38,13 @@ def verify_cache(path: str | Path, sample: int = 64, decode: bool = False, seed:
 def _verify(store: TensorCache, sample: int, decode: bool, seed: int) -> VerifyResult:
     keys = store.keys()
     chosen = keys if sample <= 0 or sample >= len(keys) else random.Random(seed).sample(keys, sample)
-    result = VerifyResult(entries=len(keys), checked=len(chosen))
+    result = VerifyResult(entries=len(keys), checked=len(chosen), sampled=len(chosen) < len(keys))
+    digests = SourceDigests()
     for key in chosen:
         name = key.decode()[:16]
         try:
             with store.read(key) as entry:
                 header, payload = entry
-                if digest(payload) != header["digest"]:
-                    result.problems.append(f"{name}: bytes do not match their digest")
-                    continue
                 source = header["source"]
                 where = f"{name} ({source['path']})"
                 file = Path(source["root"]) / source["path"]
@@ -52,13 +53,15 @@ def _verify(store: TensorCache, sample: int, decode: bool, seed: int) -> VerifyR
                 except OSError:
                     result.stale.append(f"{where}: source file is gone")
                     continue
-                if (stat.st_size, stat.st_mtime_ns) != (source["size"], source["mtime_ns"]):
+                if stat.st_size != source["size"] or digests.of(file, stat, store) != source["content"]:
                     result.stale.append(f"{where}: source file changed since the entry was built")
                     continue
                 if decode and header["dtype"] == "uint8":
                     fresh = _prepare_again(header, file)
                     if fresh != bytes(payload):
                         result.problems.append(f"{where}: preparing the source again gives different bytes")
+        except DamagedEntryError as exc:
+            result.problems.append(str(exc))
         except (CacheError, KeyError, ValueError, MediaError) as exc:
             schema = entry_schema(store.raw(key))
             if isinstance(schema, int) and schema < SCHEMA_VERSION:
@@ -66,7 +69,7 @@ def _verify(store: TensorCache, sample: int, decode: bool, seed: int) -> VerifyR
             elif isinstance(schema, int) and schema > SCHEMA_VERSION:
                 result.newer_schema.append(f"{name}: schema {schema}")
             else:
-                result.problems.append(f"{name}: unreadable entry: {exc}")
+                result.problems.append(f"{name}: {exc}")
     return result
 
 

@@ -5,7 +5,10 @@
 
 `processor` is an HF Qwen-VL processor (its `video_processor` and `image_processor` are used) or a
 `FamilyProcessors` pair. Modes (`CacheSpec.mode`): `prefer` reads the cache and decodes live on a
-miss, `only` makes a miss an error naming the record, `bypass` always decodes live.
+miss, `only` makes a miss an error naming the record, `bypass` always decodes live. A damaged entry
+is a cache error: `prefer` decodes live and logs the entry (the next `cache build` rebuilds it),
+`only` fails the record naming the entry and the cache file. A damaged cache file
+(`CacheFileError`) stops the loader when it is made, in every mode that reads the cache.
 """
 
 from __future__ import annotations
@@ -18,7 +21,16 @@ from typing import Any, Literal
 
 import torch
 
-from evr1.data.cache import SCHEMA_VERSION, CacheError, TensorCache, entry_key, processor_identity, source_identity
+from evr1.data.cache import (
+    SCHEMA_VERSION,
+    CacheError,
+    DamagedEntryError,
+    SourceDigests,
+    TensorCache,
+    entry_key,
+    processor_identity,
+    source_identity,
+)
 from evr1.data.decode import check_decoder, check_file
 from evr1.data.live import PIXELS_VERSION, MediaInfo, Prepared, prepare_image, prepare_video
 from evr1.data.media import Geometry
@@ -146,7 +158,11 @@ class MediaLoader:
             raise ConfigError("data.cache.mode is 'only' but data.cache.path is not set")
         use_cache = cache.mode != "bypass" and cache.path is not None
         self.cache = TensorCache(cache.path, map_size_gb=cache.map_size_gb) if use_cache else None
+        if self.cache is not None:
+            self.cache.check()
+        self.digests = SourceDigests()
         self._warned = False
+        self._damaged: set[bytes] = set()
         self.pool = OutputPool(pool_buffers)  # outputs reuse memory that no tensor uses any more
 
     # -- keys ---------------------------------------------------------------------------------
@@ -154,13 +170,20 @@ class MediaLoader:
     def source(self, ref: MediaRef) -> Path:
         return self.data_root / ref.path
 
-    def key(self, ref: MediaRef, stat: os.stat_result | None = None) -> bytes:
-        """The cache key of `ref` under this loader's settings (stats the file unless `stat` is given): every
-        setting the pixels depend on and the live path's `PIXELS_VERSION` (the prompt's `clock` is not one)."""
-        mod = self.modalities[ref.kind]
-        stat = stat if stat is not None else check_file(self.source(ref))
+    def key(self, ref: MediaRef, stat: os.stat_result | None = None, store: TensorCache | None = None) -> bytes:
+        """The cache key of `ref` under this loader's settings (stats the file unless `stat` is given); the file's
+        content digest comes from `self.digests`, with `store` (default: this loader's cache) recording fingerprints."""
+        return entry_key(*self.identity(ref, stat, store))
+
+    def identity(self, ref: MediaRef, stat: os.stat_result | None = None, store: TensorCache | None = None) -> tuple:
+        """The parts of `ref`'s key: kind, source identity, clip, every setting the pixels depend on with the live
+        path's `PIXELS_VERSION` (the prompt's `clock` is not one), processor identity, storage."""
+        mod, path = self.modalities[ref.kind], self.source(ref)
+        stat = stat if stat is not None else check_file(path)
+        content = self.digests.of(path, stat, store if store is not None else self.cache)
+        source = source_identity(ref.path, stat, content)
         spec = {**mod.spec.model_dump(mode="json", exclude={"clock"}), "pixels_version": PIXELS_VERSION}
-        return entry_key(ref.kind, source_identity(ref.path, stat), (ref.start, ref.end), spec, mod.identity, self.cache_spec.storage)
+        return ref.kind, source, (ref.start, ref.end), spec, mod.identity, self.cache_spec.storage
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -193,6 +216,8 @@ class MediaLoader:
         return prepare_image(path, mod.spec, mod.geometry)
 
     def _read(self, ref: MediaRef, out: torch.Tensor | None) -> ProcessedMedia | None:
+        if not self.cache.exists():
+            return self._fallback(ref, CacheError(f"no cache at {self.cache.path} (build it with `evr1 cache build`)"))
         mod, key = self.modalities[ref.kind], self.key(ref)
         try:
             with self.cache.read(key) as entry:
@@ -207,14 +232,23 @@ class MediaLoader:
                     values = mod.normaliser.apply(patches, out)
                 else:
                     values = out.copy_(data)
+        except (KeyError, TypeError, ValueError) as exc:  # a header that passed its digest but lacks a field
+            damaged = DamagedEntryError(f"cache entry {key.decode()[:16]} in {self.cache.file} is damaged: {exc!r}")
+            return self._fallback(ref, damaged, key)
         except CacheError as exc:
-            if self.cache_spec.mode == "only":
-                raise
-            if not self._warned:  # prefer: no cache yet (or an unreadable entry) means live
-                _log.warning("reading %s live: %s", ref.path, exc)
-                self._warned = True
-            return None
+            return self._fallback(ref, exc, key)
         return self._result(ref, info, values, cache_hit=True)
+
+    def _fallback(self, ref: MediaRef, exc: CacheError, key: bytes | None = None) -> None:
+        """`only`: raise; `prefer`: decode live, logging each damaged entry once and any other cause once."""
+        if self.cache_spec.mode == "only":
+            raise exc
+        if isinstance(exc, DamagedEntryError) and key not in self._damaged:
+            self._damaged.add(key)
+            _log.warning("reading %s live: %s (the next `evr1 cache build` rebuilds it)", ref.path, exc)
+        elif not isinstance(exc, DamagedEntryError) and not self._warned:  # prefer: no cache yet means live
+            _log.warning("reading %s live: %s", ref.path, exc)
+            self._warned = True
 
     def _result(self, ref: MediaRef, info: MediaInfo, values: torch.Tensor, cache_hit: bool) -> ProcessedMedia:
         grid = torch.tensor([info.grid_thw], dtype=torch.long)

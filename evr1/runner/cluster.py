@@ -59,6 +59,9 @@ def ray_session(resources: Any) -> Iterator[None]:
     if address:
         attach(address, resources)
     else:
+        from evr1.runner import reaper
+
+        reaper.watch_descendants()  # the local Ray's helpers end with this process, even after kill -9
         ray.init(
             address="local",  # a new embedded Ray, even when another one runs on this machine (Ray's default joins it)
             num_cpus=resources.num_cpus or 2,
@@ -68,6 +71,7 @@ def ray_session(resources: Any) -> Iterator[None]:
             log_to_driver=True,
             configure_logging=False,
         )
+        reaper.sync()
     try:
         yield
     finally:

@@ -47,15 +47,19 @@ def _build(root, cache_dir, procs, video=VIDEO, storage="uint8"):
 
 
 def test_entry_round_trip_is_zero_copy_and_checked() -> None:
+    import xxhash
+
     payload = bytes(range(256)) * 3
     value = encode_entry({"dtype": "uint8", "shape": [3, 256]}, payload)
     assert value.startswith(MAGIC)
     header, view = decode_entry(memoryview(value))
     assert header["shape"] == [3, 256] and header["nbytes"] == 768 and bytes(view) == payload
     assert isinstance(view, memoryview) and view.obj is value  # a view, not a copy
-    (head_len,) = struct.unpack("<I", value[len(MAGIC) : len(MAGIC) + 4])
-    assert (len(value) - len(payload)) % 64 == 0 and json.loads(value[len(MAGIC) + 4 : len(MAGIC) + 4 + head_len])["digest"]
-    with pytest.raises(CacheError, match="truncated"):
+    start = len(MAGIC) + 16  # the digest: XXH3-128 of everything after it
+    assert value[len(MAGIC) : start] == xxhash.xxh3_128_digest(value[start:])
+    (head_len,) = struct.unpack("<I", value[start : start + 4])
+    assert (len(value) - len(payload)) % 64 == 0 and json.loads(value[start + 4 : start + 4 + head_len])["nbytes"] == 768
+    with pytest.raises(CacheError, match="truncated|digest"):
         decode_entry(value[:-1])
     with pytest.raises(CacheError, match="bad magic"):
         decode_entry(b"PICKLE" + value[6:])
@@ -108,10 +112,16 @@ def test_a_changed_clip_processor_or_file_misses(root, tmp_path, procs) -> None:
     tweaked = family_processors("qwen2.5-vl")
     tweaked.video_processor.image_std = [0.3, 0.3, 0.3]
     assert not MediaLoader(VIDEO, IMAGE, cache, tweaked, root).load(records[0])[0].cache_hit
-    # same bytes, new mtime: a changed file can never return the old entry
+    # the identity is the content: same bytes with a new mtime still hit, a new content with the old size and
+    # mtime never does
     stat = os.stat(root / "small.mp4")
     os.utime(root / "small.mp4", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    assert not loader.load(records[0])[0].cache_hit
+    assert MediaLoader(VIDEO, IMAGE, cache, procs, root).load(records[0])[0].cache_hit
+    data = bytearray((root / "small.mp4").read_bytes())
+    data[len(data) // 2] ^= 0x01  # a bit of picture data (the file stays decodable)
+    (root / "small.mp4").write_bytes(bytes(data))
+    os.utime(root / "small.mp4", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert not MediaLoader(VIDEO, IMAGE, cache, procs, root).load(records[0])[0].cache_hit
 
 
 def test_modes(root, tmp_path, procs) -> None:

@@ -76,7 +76,7 @@ def test_a_crashing_worker_is_pinned_on_its_file(media_root, tmp_path, procs) ->
                for n in ("boom.mp4", "tall.mp4")]
     cache = CacheSpec(path=str(tmp_path / "cache"))
     loader = MediaLoader(VIDEO, IMAGE, cache.model_copy(update={"mode": "bypass"}), procs, tmp_path)
-    tasks, _, _ = plan(records, loader, TensorCache(cache.path, write=True))
+    tasks, _, _, _ = plan(records, loader, TensorCache(cache.path, write=True))
     results = {task.ref.path: result for task, result in _run(tasks, loader, 1, work=crash_on_boom)}
     assert results["boom.mp4"] == ("fail", ("worker_crashed", "the worker process died while preparing this file"))
     assert results["tall.mp4"][0] == "ok"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -57,12 +58,20 @@ def test_verify_finds_damaged_and_stale_entries(media_root, tmp_path, good_rows,
     store.put(first, bytes(value))
     stale_file = decode_entry(store.raw(second))[0]["source"]["path"]
     store.close()
-    os.utime(root / stale_file, ns=(0, 10**9))
+    stat = os.stat(root / stale_file)
+    content = bytearray((root / stale_file).read_bytes())
+    content[len(content) // 2] ^= 0x01  # rewritten in place, same size, mtime restored (as `cp -p` does)
+    (root / stale_file).write_bytes(bytes(content))
+    os.utime(root / stale_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
-    verify = run("verify", str(cache), "--sample", "0")
+    verify = run("verify", str(cache))  # every entry by default
     assert verify.returncode == 1
-    assert f"{first.decode()[:16]}: bytes do not match their digest" in verify.stdout
+    assert f"bad cache entry {first.decode()[:16]} in {cache / 'data.mdb'} is damaged: its bytes do not match their digest" \
+        in verify.stdout
     assert f"({stale_file}): source file changed" in verify.stdout
+    assert "checked 3 of 3 entries: 1 bad, 1 with a changed or missing source" in verify.stdout
+    sampled = run("verify", str(cache), "--sample", "2")
+    assert "sampled 2 of 3 entries" in sampled.stdout
 
 
 def test_user_errors_are_short_messages(tmp_path) -> None:
@@ -77,8 +86,21 @@ def test_user_errors_are_short_messages(tmp_path) -> None:
     assert bad_spec.returncode == 2 and "min_frames" in bad_spec.stderr
 
 
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
 @pytest.mark.slow
-def test_a_killed_build_resumes_to_a_consistent_cache(media_root, tmp_path, write_jsonl) -> None:
+def test_a_killed_build_leaves_no_worker_and_resumes_to_a_consistent_cache(media_root, tmp_path, write_jsonl) -> None:
     windows = [(round(0.1 * i, 1), round(0.1 * i + 1.5, 1)) for i in range(40)]  # 40 distinct entries of one clip
     rows = [{"id": f"w{i}", "problem": "q", "problem_type": "numerical", "answer": 1,
              "media": [{"kind": "video", "path": "long.mp4", "start": s, "end": e}]} for i, (s, e) in enumerate(windows)]
@@ -94,12 +116,21 @@ def test_a_killed_build_resumes_to_a_consistent_cache(media_root, tmp_path, writ
                 reader = TensorCache(cache)
                 entries = reader.stats().entries
                 reader.close()
-                if entries >= 3:
+                if entries >= 3:  # the worker has started and prepared entries
                     break
             time.sleep(0.05)
         assert proc.poll() is None, "the build finished before it could be killed"
-        os.killpg(proc.pid, signal.SIGKILL)  # the build and its worker, mid-way
+        workers = _children(proc.pid)
+        assert workers, "the build has no worker process"
+        os.kill(proc.pid, signal.SIGKILL)  # the build only, mid-way: its workers must end with it
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and [w for w in workers if Path(f"/proc/{w}").exists()]:
+            time.sleep(0.05)
+        assert not [w for w in workers if Path(f"/proc/{w}").exists()], "a worker outlived the killed build"
     finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group, if the test failed
         proc.wait(timeout=30)
     killed_at = TensorCache(cache).stats().entries
     assert 3 <= killed_at < 40
@@ -107,7 +138,7 @@ def test_a_killed_build_resumes_to_a_consistent_cache(media_root, tmp_path, writ
     resume = run(*args, "--no-progress", "--workers", "0")
     assert resume.returncode == 0, resume.stderr
     assert f"40 media, {40 - killed_at} built, {killed_at} already present, 0 failed" in resume.stdout
-    final = run("verify", str(cache), "--sample", "0", "--decode")  # every entry whole and equal to a fresh decode
+    final = run("verify", str(cache), "--decode")  # every entry whole and equal to a fresh decode
     assert final.returncode == 0 and "checked 40 of 40 entries: 0 bad, 0 with a changed" in final.stdout
 
 

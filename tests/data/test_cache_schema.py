@@ -27,10 +27,10 @@ def test_entries_of_the_previous_schema_are_misses(media_root, tmp_path, monkeyp
                              workers=0, progress=False)
         assert report.built == 1
     [old_key] = TensorCache(cache.path).keys()
-    with pytest.raises(CacheError, match="cache entry has schema 2, this evr1 reads schema 3: rebuild"):
+    with pytest.raises(CacheError, match="cache entry has schema 2, this evr1 reads schema 4: rebuild"):
         decode_entry(TensorCache(cache.path).raw(old_key))
 
-    with pytest.raises(CacheMissError, match=r"'clip-1'.*cache schema 3.*older schema are never read.*evr1 cache build"):
+    with pytest.raises(CacheMissError, match=r"'clip-1'.*cache schema 4.*older schema are never read.*evr1 cache build"):
         MediaLoader(VIDEO, IMAGE, cache.model_copy(update={"mode": "only"}), procs, tmp_path).load(record)
     [media] = MediaLoader(VIDEO, IMAGE, cache, procs, tmp_path).load(record)  # prefer: decoded live
     assert not media.cache_hit and media.timestamps == (0.0, 0.5, 1.0, 1.5)  # frames 5, 10, 15, 20 at 10 fps

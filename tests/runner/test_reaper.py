@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 DRIVER = """
 import sys, time
-from evr1.runner.train import ray_session
+from evr1.runner.cluster import ray_session
 from evr1.specs import ResourcesSpec
 with ray_session(ResourcesSpec(num_cpus=1, object_store_memory_mb=80)):
     print("ready", flush=True)  # Ray started and its helpers recorded by the watchdog

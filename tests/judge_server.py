@@ -34,7 +34,7 @@ class Judge(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: Judge
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append(body)
         self.server.headers_seen.append(dict(self.headers))

@@ -29,7 +29,7 @@ def _module():
 def test_tiny_check_reports_both_media_modes(tmp_path: Path) -> None:
     env = dict(os.environ, OUT=str(tmp_path), PYTHON=sys.executable)
     out = subprocess.run(["bash", "scripts/gpu_check.sh", "--tiny", "--steps", "2", "--workdir", str(tmp_path / "w")],
-                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
     for text in ("gpu check on", "rollout tok/s", "step live/cache", "peak memory"):
         assert text in out.stdout

@@ -33,7 +33,7 @@ RECIPES = {"qwen25vl_7b_video": "'Qwen/Qwen2.5-VL-7B-Instruct'", "qwen3vl_8b_vid
 
 def evr1(*args: str, hf_home: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    return subprocess.run([EVR1, *args], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+    return subprocess.run([EVR1, *args], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env, check=False)
 
 
 def shown(out: subprocess.CompletedProcess) -> dict[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -30,16 +30,16 @@ def _report_errors(errors: list, max_shown: int) -> None:
 @app.command()
 def check(
     files: FilesArg,
-    data_root: Annotated[Optional[Path], typer.Option(help="Media paths are relative to this (default: each record file's folder).")] = None,
+    data_root: Annotated[Path | None, typer.Option(help="Media paths are relative to this (default: each record file's folder).")] = None,
     max_shown: MaxShown = 20,
     probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Open every media file (video header and first frame, images) to find unreadable ones.")] = True,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write every problem to this report (.json or .md).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write every problem to this report (.json or .md).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
     decoder: Annotated[str, typer.Option(help="Open videos with this decoder (pyav, decord or torchcodec): the experiment's video.decoder.")] = "pyav",
-    experiment: Annotated[Optional[str], typer.Option("--experiment", "-e", help="NAME[:VARIANT]: warn about prompts over its"
+    experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="NAME[:VARIANT]: warn about prompts over its"
                           " rollout.max_prompt_tokens, with its model's tokenizer and its prompt settings; read the files"
                           " with its data.columns.")] = None,
-    column: Annotated[Optional[list[str]], typer.Option("--column", help="FIELD=COLUMN: the files' name for a record field"
+    column: Annotated[list[str] | None, typer.Option("--column", help="FIELD=COLUMN: the files' name for a record field"
                       " (as data.columns). Repeatable.")] = None,
 ) -> None:
     """Validate records, their reference answers (as their rewards read them), curated answers and their
@@ -141,10 +141,10 @@ def _summary(counts: Counter[tuple[str, str]]) -> Table:
 @app.command()
 def prompt(
     experiment: Annotated[str, typer.Argument(help="NAME[:VARIANT] of the experiment whose model, prompt and media settings build it.")],
-    records: Annotated[Optional[Path], typer.Option(help="A JSON/JSONL record file (default: the experiment's first data.train file).")] = None,
+    records: Annotated[Path | None, typer.Option(help="A JSON/JSONL record file (default: the experiment's first data.train file).")] = None,
     index: Annotated[int, typer.Option(min=0, help="The record's position in the file, from 0.")] = 0,
-    record_id: Annotated[Optional[str], typer.Option("--id", help="The record's id (instead of --index).")] = None,
-    overrides: Annotated[Optional[list[str]], typer.Option("--set", "-s", help="Override a field of the experiment: PATH=VALUE.")] = None,
+    record_id: Annotated[str | None, typer.Option("--id", help="The record's id (instead of --index).")] = None,
+    overrides: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a field of the experiment: PATH=VALUE.")] = None,
     full: Annotated[bool, typer.Option("--full", help="Print every media placeholder token, not one per run.")] = False,
 ) -> None:
     """Print the exact prompt the experiment gives a record (chat template, system prompt, options, instruction,
@@ -167,10 +167,10 @@ def synth(
     count: Annotated[int, typer.Option(min=0, help="Training records.")] = 150,
     val_count: Annotated[int, typer.Option(min=0, help="Validation records.")] = 30,
     tasks: Annotated[str, typer.Option(help="Comma-separated task names or groups ('all', 'quickstart').")] = "all",
-    width: Annotated[Optional[int], typer.Option(help="Media width in px (default 64; 56 for quickstart).")] = None,
-    height: Annotated[Optional[int], typer.Option(help="Media height in px (default 64; 56 for quickstart).")] = None,
-    fps: Annotated[Optional[float], typer.Option(help="Video frame rate (default 4).")] = None,
-    frames: Annotated[Optional[int], typer.Option(help="Frames per video (default 8; 4 for quickstart).")] = None,
+    width: Annotated[int | None, typer.Option(help="Media width in px (default 64; 56 for quickstart).")] = None,
+    height: Annotated[int | None, typer.Option(help="Media height in px (default 64; 56 for quickstart).")] = None,
+    fps: Annotated[float | None, typer.Option(help="Video frame rate (default 4).")] = None,
+    frames: Annotated[int | None, typer.Option(help="Frames per video (default 8; 4 for quickstart).")] = None,
     blank: Annotated[bool, typer.Option("--blank", help="Write the same records with empty media (a control).")] = False,
 ) -> None:
     """Generate a synthetic dataset with exact answers for every problem type."""

@@ -9,7 +9,7 @@ import re
 import textwrap
 import traceback
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -20,7 +20,7 @@ from evr1.errors import ConfigError, Evr1Error
 console = Console(highlight=False)
 
 SetOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--set", "-s", help="Override a field: PATH=VALUE (a Python literal, text, or @registry:name). Repeatable."),
 ]
 
@@ -154,9 +154,9 @@ def run(
     prepare: Annotated[bool, typer.Option("--prepare", help="Validate and write the run directory, do not train: start it"
                                           " later with --resume RUN_DIR.")] = False,
     run_dir: Annotated[
-        Optional[Path], typer.Option(help="Run directory (default: <run_root>/<name>/<timestamp>); one holding a run is refused.")
+        Path | None, typer.Option(help="Run directory (default: <run_root>/<name>/<timestamp>); one holding a run is refused.")
     ] = None,
-    resume: Annotated[Optional[Path], typer.Option(help="Continue the run in this directory with its recorded config.")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Continue the run in this directory with its recorded config.")] = None,
     update_code: Annotated[
         bool, typer.Option("--update-code", help="With --resume: replace the run's copies of its experiment files (experiment.py,"
                            " and experiment_deps/ for the experiments it builds on) by the current files, restoring a"
@@ -376,9 +376,9 @@ def _config_refused(target: Path, exc: ConfigError) -> None:
 
 
 def list_components(
-    kind: Annotated[Optional[str], typer.Argument(help="A registry (rewards, advantages, ...) or 'experiments'.")] = None,
+    kind: Annotated[str | None, typer.Argument(help="A registry (rewards, advantages, ...) or 'experiments'.")] = None,
     experiment: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--experiment", "-e", help="NAME[:VARIANT] or a .py file: imported first, so the components it registers are listed."),
     ] = None,
 ) -> None:

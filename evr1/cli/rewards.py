@@ -186,7 +186,7 @@ def summary_table(metrics: dict[str, float], routes: dict[str, str]) -> Table:
     for type_name in sorted(routes):
         p = f"reward/{type_name}"
 
-        def cell(key: str, digits: int = 3) -> str:
+        def cell(key: str, digits: int = 3, p: str = p) -> str:
             value = metrics.get(f"{p}/{key}")
             return "-" if value is None else (f"{value:.{digits}f}" if digits else str(int(value)))
 

@@ -26,6 +26,7 @@ from evr1.errors import Evr1Error, known_list, suggest
 
 TASK_GROUPS: dict[str, tuple[str, ...]] = {"all": tuple(TASKS), "quickstart": ("color", "color_image")}
 QUICKSTART_CANVAS = Canvas(width=56, height=56, fps=4.0, frames=4)
+DEFAULT_CANVAS = Canvas()
 _SPLITS = {"train": 0, "val": 1}
 
 
@@ -106,7 +107,7 @@ def generate(
     n_train: int = 150,
     n_val: int = 30,
     seed: int = 0,
-    canvas: Canvas = Canvas(),
+    canvas: Canvas = DEFAULT_CANVAS,
     blank: bool = False,
 ) -> SynthResult:
     """Write a synthetic dataset under `out`; records cycle through `tasks`, then are shuffled by `seed`.

@@ -100,7 +100,7 @@ class EngineResponder:
         try:
             messages = chat_messages(question, [m.kind for m in record.media])
             prompt, media = media_prompt(self.processor, self.loader, messages, record.media, record.id)
-        except Exception as exc:  # this sample fails (bad video, prompt error); the run goes on
+        except Exception as exc:  # noqa: BLE001 - this sample fails (bad video, prompt error); the run goes on
             return Prepared(record, question, error=f"{type(exc).__name__}: {exc}")
         return Prepared(record, prompt.text, prompt, shown=shown_of(media, self.box_units),
                         cache_hits=sum(m.cache_hit for m in media), error=too_long(prompt, self.max_prompt_tokens))

@@ -50,7 +50,7 @@ def task(answer: Any) -> dict[str, Any]:
             raise ValueError(f"code answer {answer[:60]!r}… is neither markup nor a dict with tests")
         return {"language": language, "reference": answer}
     if not isinstance(answer, dict):
-        raise ValueError(f"code answer must be a dict or markup text, got {type(answer).__name__}")
+        raise ValueError(f"code answer must be a dict or markup text, got {type(answer).__name__}")  # noqa: TRY004 - a bad record
     language = str(answer.get("language", "python")).lower()
     if language == "python" and not (answer.get("tests") or answer.get("cases")):
         raise ValueError("python code answer has neither 'tests' nor 'cases'")

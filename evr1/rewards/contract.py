@@ -14,7 +14,7 @@ import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Union, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from evr1.problem_types import ProblemType
 
@@ -168,7 +168,7 @@ class RewardOutput:
             raise ValueError(f"RewardOutput.score must be a float in [0, 1], got {self.score!r}")
 
 
-ScorerValue = Union[float, RewardOutput, None, BaseException]
+ScorerValue = float | RewardOutput | BaseException | None
 RewardFn = Callable[..., Any]  # fn(inputs: Sequence[RewardInput], spec: RewardSpec) -> Sequence[ScorerValue]
 
 
@@ -185,9 +185,9 @@ def per_sample(fn: Callable[[RewardInput, RewardSpec], Any]) -> RewardFn:
             async def one(inp: RewardInput) -> ScorerValue:
                 try:
                     return await asyncio.wait_for(fn(inp, spec), spec.timeout_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     return TimeoutError(f"timed out after {spec.timeout_s:g} s")
-                except Exception as exc:  # one sample's failure is that sample's result
+                except Exception as exc:  # noqa: BLE001 - one sample's failure is that sample's result
                     return exc
 
             return list(await asyncio.gather(*(one(i) for i in inputs)))
@@ -201,7 +201,7 @@ def per_sample(fn: Callable[[RewardInput, RewardSpec], Any]) -> RewardFn:
         for inp in inputs:
             try:
                 out.append(fn(inp, spec))
-            except Exception as exc:  # one sample's failure is that sample's result
+            except Exception as exc:  # noqa: BLE001 - one sample's failure is that sample's result
                 out.append(exc)
         return out
 

@@ -19,9 +19,8 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from evr1.rewards.contract import RewardFn, RewardInput, sample_function
 
@@ -86,7 +85,7 @@ class _Run:
                 self.index, self.started = i, time.monotonic()
             try:
                 value = self.sample_fn(self.inputs[i], self.spec)  # type: ignore[misc]
-            except Exception as exc:  # this sample's failure
+            except Exception as exc:  # noqa: BLE001 - this sample's failure
                 value = _failure(exc)
             with self.lock:
                 if generation != self.generation:
@@ -102,7 +101,7 @@ class _Run:
             values = list(values)
             if len(values) != len(self.inputs):
                 raise ValueError(f"returned {len(values)} values for {len(self.inputs)} inputs")
-        except Exception as exc:  # the whole batch failed
+        except Exception as exc:  # noqa: BLE001 - the whole batch failed
             values = [_failure(exc)] * len(self.inputs)
         with self.lock:
             if generation != self.generation:

@@ -59,7 +59,7 @@ def content_suits(text: str | None, inp: RewardInput) -> bool:
         return False
     try:
         return bool(SUITS[inp.problem_type](text, inp))
-    except Exception:  # hostile content is simply unsuitable
+    except Exception:  # noqa: BLE001 - hostile content is simply unsuitable
         return False
 
 

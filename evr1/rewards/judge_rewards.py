@@ -54,7 +54,7 @@ def _concurrently(inputs: Sequence[RewardInput], spec: RewardSpec, one: Callable
     def guarded(inp: RewardInput) -> ScorerValue:
         try:
             return one(inp)
-        except Exception as exc:  # this sample's failure (unreachable judge, unreadable reply)
+        except Exception as exc:  # noqa: BLE001 - this sample's failure (unreachable judge, unreadable reply)
             return exc
 
     with ThreadPoolExecutor(max_workers=max(1, min(spec.judge.concurrency, len(inputs)))) as threads:

@@ -57,7 +57,7 @@ def _one(inp: RewardInput, spec: RewardSpec) -> ScorerValue:
     workers = shared_pool(f"{__name__}:equivalent", spec.math_workers, warm_up=f"{__name__}:warm_up")
     try:
         return 1.0 if workers.call(gold, text, timeout=spec.math_timeout_s) else 0.0
-    except Exception as exc:  # a timeout or crash is this sample's result
+    except Exception as exc:  # noqa: BLE001 - a timeout or crash is this sample's result
         return exc
 
 

@@ -30,14 +30,14 @@ def main(argv: list[str]) -> None:
         fn = _resolve(argv[0])
         if len(argv) > 1:
             _resolve(argv[1])()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - reported to the caller
         send("error", f"{type(exc).__name__}: {exc}")
         return
     send("ready", None)
     for line in sys.stdin:
         try:
             send("ok", fn(*json.loads(line)))
-        except Exception as exc:  # reported to the caller; the worker lives on
+        except Exception as exc:  # noqa: BLE001 - reported to the caller; the worker lives on
             send("error", f"{type(exc).__name__}: {exc}")
 
 

@@ -27,9 +27,9 @@ def _generator_digest() -> str:
     """A hash of the generator's source: data written by other code is regenerated, never reused."""
     import hashlib
 
-    import evr1.data.synth as synth
     import evr1.data.synth_render as render
     import evr1.data.synth_tasks as tasks
+    from evr1.data import synth
 
     digest = hashlib.sha256()
     for module in (synth, tasks, render):

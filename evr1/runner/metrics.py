@@ -51,7 +51,7 @@ class MetricsLogger:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:  # tensorboard is optional at run time
-                SummaryWriter = None  # noqa: N806
+                SummaryWriter = None
             if SummaryWriter is not None:
                 self._tb = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"), purge_step=resume_step)
         if wandb_project is not None:

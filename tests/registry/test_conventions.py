@@ -194,8 +194,8 @@ CASES = [  # registry, entry, None (accepted) or the fragments the error must ho
     (SAMPLERS, SamplerLoadNothing, ["load_state_dict(self) cannot be called", "evr1 passes 2 (self, state)"]),
     (MIXERS, MixerOk, None),
     (MIXERS, MixerNoTokens, ["unexpected keyword argument(s) stop_token_id, max_tokens"]),
-    (MIXERS, MixerSetsScoresFlag, ["has no attribute(s) uses_online_scores, which evr1 reads (set it on the class, or"
-                                   " declare it in the class body"]),
+    (MIXERS, MixerSetsScoresFlag, [("has no attribute(s) uses_online_scores, which evr1 reads (set it on the class, or"
+                                    " declare it in the class body")]),
     (MIXERS, MixerNoScoresFlag, ["has no attribute(s) uses_online_scores, which evr1 reads"]),
     (MIXERS, MixerNoOnlineScores, [("MixerNoOnlineScores.mix(self, records, online, *, step) cannot be called the way"
                                     " evr1 calls it: unexpected keyword argument(s) online_scores")]),

@@ -7,8 +7,8 @@ import time
 from collections.abc import Iterator, Sequence
 
 import pytest
-from reward_helpers import make
 from pydantic import ValidationError
+from reward_helpers import make
 
 from evr1.data.records import MediaRef, Record
 from evr1.problem_types import ProblemType

@@ -280,7 +280,7 @@ class Evr1Chat(lmms):
             messages, refs = self._chat(request.chat)
             request.prompt, _ = media_prompt(self.processor, self.loader, messages, refs, request.key)
             request.error = too_long(request.prompt, self.max_prompt_tokens)
-        except Exception as exc:  # a bad video or prompt fails this request; the run goes on
+        except Exception as exc:  # noqa: BLE001 - a bad video or prompt fails this request; the run goes on
             request.error = f"{type(exc).__name__}: {exc}"
         return request
 

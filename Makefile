@@ -7,7 +7,7 @@ TORCH_PAIR := torch==2.14.1 torchvision==0.29.1
 # FFmpeg's shared libraries (Debian 12: FFmpeg 5.1), which torchcodec loads.
 FFMPEG_LIBS := libavcodec59 libavformat59 libavfilter8 libavdevice59 libswscale6 libavutil57
 
-.PHONY: setup quickstart test bench docs clean
+.PHONY: setup quickstart lint test bench docs clean
 
 $(VENV)/.installed: pyproject.toml
 	# torchcodec (a decoder option, in the dev extra) loads the system's FFmpeg libraries.
@@ -30,6 +30,10 @@ setup: $(VENV)/.installed
 
 quickstart: setup
 	$(VENV)/bin/evr1 run quickstart
+
+# CI runs it before the tests.
+lint: setup
+	$(VENV)/bin/ruff check .
 
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider

@@ -39,6 +39,9 @@ VERSIONS_FILE = "versions.json"
 SOURCE_FILE = "experiment.py"
 DEPS_DIR = "experiment_deps"
 FINAL_MODEL = "final_model"
+CHECKPOINTS = "checkpoints"
+TRAINER_STATE = "trainer.json"  # written last: a checkpoint folder holding it is complete
+SAMPLES_FILE = "samples.jsonl"
 
 TRACKED_PACKAGES = (
     "evr1", "torch", "torchvision", "transformers", "pydantic", "fiddle", "ray", "lmdb", "av",
@@ -83,10 +86,15 @@ def new_run_dir(experiment: Experiment, root: Path | None = None, variant: str =
     return candidate
 
 
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint (its `trainer.json` is written last)."""
+    done = sorted((Path(run_dir) / CHECKPOINTS).glob(f"step_*/{TRAINER_STATE}"))
+    return done[-1].parent if done else None
+
+
 def check_unused(run_dir: Path) -> None:
     """Refuse a directory that already holds a run (its config, metrics, samples or checkpoints)."""
     from evr1.runner.metrics import METRICS_FILE
-    from evr1.runner.train import CHECKPOINTS, SAMPLES_FILE
 
     found = [name for name in (CONFIG_FILE, METRICS_FILE, SAMPLES_FILE, CHECKPOINTS) if (Path(run_dir) / name).exists()]
     if found:
@@ -342,7 +350,6 @@ def finished(run_dir: Path, steps: int) -> bool:
 
 def resume_message(run_dir: Path, save_every: int) -> str:
     """Where `evr1 run --resume` restarts the run in `run_dir`."""
-    from evr1.runner.train import latest_checkpoint
 
     folder = latest_checkpoint(Path(run_dir))
     if folder is not None:
@@ -362,7 +369,6 @@ def stopped_step(run_dir: Path) -> int:
 def failed_message(run_dir: Path, step: int, code: Path | None = None) -> str:
     """What to tell the user when a run fails during `step`; `code`: the experiment file the error came
     from (its fix reaches a resume through `--update-code`)."""
-    from evr1.runner.train import latest_checkpoint
 
     folder = latest_checkpoint(Path(run_dir))
     start = f"from {folder.name}" if folder is not None else "from step 0: no checkpoint was saved"
@@ -377,7 +383,6 @@ def failed_message(run_dir: Path, step: int, code: Path | None = None) -> str:
 
 def interrupted_message(run_dir: Path, step: int) -> str:
     """What to tell the user when a run is stopped with Ctrl-C during `step`."""
-    from evr1.runner.train import latest_checkpoint
 
     folder = latest_checkpoint(Path(run_dir))
     if folder is None:

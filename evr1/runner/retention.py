@@ -32,7 +32,7 @@ def checkpoint_values(steps: Sequence[int], rows: Sequence[Mapping[str, Any]], m
 
 def prune_checkpoints(run_dir: Path, spec: TrainerSpec, rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Remove the complete checkpoints `spec` does not keep (`rows`: the run's logged metrics); their names."""
-    from evr1.runner.train import CHECKPOINTS, TRAINER_STATE
+    from evr1.run_dir import CHECKPOINTS, TRAINER_STATE
 
     if not spec.keep_checkpoints:
         return []

@@ -26,13 +26,18 @@ from typing import Any
 from evr1.errors import ConfigError, Evr1Error
 from evr1.experiment import Experiment
 from evr1.experiment_files import ExperimentSource, import_source
-from evr1.run_dir import FINAL_MODEL, interrupted_message, log_event, resume_message
+from evr1.run_dir import (
+    CHECKPOINTS,
+    FINAL_MODEL,
+    SAMPLES_FILE,
+    TRAINER_STATE,
+    interrupted_message,
+    latest_checkpoint,
+    log_event,
+    resume_message,
+)
 from evr1.runner.cluster import cluster_address_label, ray_session
 from evr1.runner.data_failures import FAILURES_FILE, DataFailures
-
-CHECKPOINTS = "checkpoints"
-TRAINER_STATE = "trainer.json"
-SAMPLES_FILE = "samples.jsonl"
 
 
 class TrainingError(Evr1Error):
@@ -68,12 +73,6 @@ def step_seed(seed: int, step: int, salt: int = 0) -> int:
     import numpy as np
 
     return int(np.random.default_rng([seed, step, salt]).integers(0, 2**62))
-
-
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The newest complete checkpoint (its `trainer.json` is written last)."""
-    done = sorted((run_dir / CHECKPOINTS).glob(f"step_*/{TRAINER_STATE}"))
-    return done[-1].parent if done else None
 
 
 class Trainer:

@@ -455,3 +455,47 @@ TEMPCOMPASS = Official(
     agg.accuracy("format", "dimension"), tempcompass_item,
     source="llyx97/TempCompass eval_multi-choice.py (commit 7bdcfa2), eval_yes_no.py (commit 75361fd)",
 )
+
+
+# -- LongVideo-Reason ----------------------------------------------------------------------------------------------
+
+_LVR_TAGGED = re.compile(r"<answer>(.*?)</answer>")  # no DOTALL: the answer must sit on one line
+_LVR_FINAL = "Therefore the final answer is:"
+_LVR_FINAL_TAGGED = re.compile(r"<answer>Therefore the final answer is: (.*?)</answer>")
+_LVR_FORMAT = re.compile(r"<think>.*?</think>\s*<answer>.*?</answer>", re.DOTALL)
+
+
+def longvideo_reason_answer(response: str) -> str:
+    """The official string-match reading of the whole response (thinking included): with "Therefore the final answer
+    is:" anywhere, the first `<answer>Therefore the final answer is: X</answer>`; else the first one-line
+    `<answer>X</answer>`; no match: the whole response; stripped. (The symbolic `math_verify` check comes first in the
+    official scorer, but it finds nothing in a `<answer>X</answer>` letter reference, so it never decides.)"""
+    found = (_LVR_FINAL_TAGGED if _LVR_FINAL in response else _LVR_TAGGED).search(response)
+    return (found.group(1) if found else response).strip()
+
+
+def longvideo_reason_item(row: Row) -> dict[str, Any] | None:
+    """Right when the official reading equals the answer letter exactly ("b", "B.", "The answer is B" are wrong);
+    `format` 1 when the response starts `<think>...</think> <answer>...</answer>`. A failed generation (no response)
+    is dropped: the official loop skips a video whose generation raised."""
+    response = row.get("response")
+    if response is None:
+        return None
+    return {"score": float(longvideo_reason_answer(response) == str(row["answer"])),
+            "format": float(_LVR_FORMAT.match(response) is not None)}
+
+
+def longvideo_reason_metrics(rows: Sequence[Row]) -> Aggregate:
+    """`accuracy` and `format_accuracy` over the generated answers, the two metrics the official script saves (the
+    by-category table is evr1's addition)."""
+    result = agg.accuracy("category")(rows)
+    fmt = 100.0 * sum(r["format"] for r in rows) / len(rows) if rows else 0.0
+    return Aggregate(result.score, {**result.metrics, "format_accuracy": fmt}, result.breakdowns)
+
+
+LONGVIDEO_REASON = Official(
+    "accuracy over the generated answers (a failed generation is dropped): the first one-line <answer>X</answer>"
+    " (else the whole response) equal to the letter; format_accuracy beside it",
+    longvideo_reason_metrics, longvideo_reason_item,
+    source="NVlabs/Long-RL eval/eval.py (commit 97abc84: accuracy_reward, format_reward)",
+)

@@ -271,7 +271,7 @@ _ALL = [
     Benchmark("mmvu", "MMVU", "mmvu", ("validation.json",), "videos", (PT.MULTIPLE_CHOICE, PT.OPEN_ENDED),
               "accuracy over all items (open-ended judged correct or incorrect), by question kind and subject",
               agg.accuracy("question_kind", "category"), official.mmvu, routes=JUDGE, lmms_task="mmvu_val",
-              easyvideor1=mmvu_easyvideor1),
+              easyvideor1=mmvu_easyvideor1, official=rules.MMVU),
     Benchmark("video_mmmu", "Video-MMMU", "video_mmmu", ("Perception.json", "Comprehension.json", "Adaptation.json"),
               "videos", (PT.MULTIPLE_CHOICE, PT.NUMERICAL), "accuracy over all items, per track",
               agg.accuracy("track"), official.video_mmmu, lmms_task="video_mmmu", easyvideor1=video_mmmu_easyvideor1,

@@ -149,12 +149,14 @@ def response_of(results: Sequence[Any]) -> str:
 
 def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Score the response with the benchmark's router; the sample row under each metric key."""
+    from evr1.eval.official_judge import official_judged
     from evr1.eval.runner import sample_row, score_responses
 
     bench, record = benchmark_of(doc["evr1_benchmark"]), doc_record(doc)
     response = results[0] if results else ""
     scorer = router(bench.name, env_judge(), record.problem_type.value)
-    row = sample_row(bench, record, response, score_responses([record], [response], scorer)[0])
+    [judged] = official_judged(bench, [record], [response], scorer.spec.judge)
+    row = sample_row(bench, record, response, score_responses([record], [response], scorer)[0], judged)
     return {key: row for key in (bench.name, *named_metrics(bench, row))}
 
 

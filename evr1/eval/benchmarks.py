@@ -298,7 +298,7 @@ _ALL = [
               official=choice.OVOBENCH),
     Benchmark("odvbench", "ODV-Bench", "odvbench", ("odvbench.json",), "videos", MC, "accuracy, by task and subtask",
               agg.accuracy("task", "subtask"), official.odvbench,
-              easyvideor1=renamed(task="odv_task", subtask="odv_subtask")),
+              easyvideor1=renamed(task="odv_task", subtask="odv_subtask"), official=choice.ODVBENCH),
     Benchmark("livesports3k_qa", "LiveSports-3K QA", "livesports3k", ("qa.json",), "videos", MC,
               "accuracy, by question type", agg.accuracy("category"), official.livesports,
               easyvideor1=livesports_easyvideor1, official=rules.LIVESPORTS),

@@ -558,3 +558,31 @@ def test_longvideo_reason_drops_failed_generations() -> None:
     assert official["metrics"] == pytest.approx({"accuracy": 200 / 3, "format_accuracy": 100 / 3})
     assert official["breakdowns"]["category"] == {"goal": {"score": 50.0, "n": 2}, "plot": {"score": 100.0, "n": 1}}
     assert strict["score"] == 50.0 and strict["n"] == 4 and strict["failed"] == 1
+
+
+# -- ODV-Bench: the authors' lmms-eval reader; empty predictions dropped -----------------------------------------
+
+
+@pytest.mark.parametrize(("response", "letter"), [
+    ("B", "B"), ("b", "B"), ("B. a red car", "B"), ("b.car", "B"), ("(B)", "B"), ("'B'", "B"),
+    ("The answer is D", "D"), ("I think a car", "A"),  # the article "a" is a lone letter a-e
+    ("A or B", "A"), ("Option: C", "C"), ("B. red\nC. blue", "B"),  # "X. text" over lines: the first lone letter
+    ("none", "none"), ("答案是B", "答案是b"),  # CJK characters are word characters: no lone letter
+    ("F", "f"), ("", ""), ("x-B", "B"),  # "-" beside no space: a space
+    ("x - B-C", "x  bc"),  # "-" beside a space somewhere: every "-" removed, so "B-C" becomes the word "bc"
+])
+def test_odvbench_letter(response: str, letter: str) -> None:
+    assert choice.odvbench_letter(response) == letter
+
+
+def test_odvbench_drops_empty_predictions_by_task_and_subtask() -> None:
+    rows = [row("B", "B", 1, task="static", subtask="sign"), row("B", "The answer is D", 0, task="static", subtask="sign"),
+            row("C", "", 0, task="dynamic", subtask="car"),  # empty: dropped
+            row("A", None, 0, task="dynamic", subtask="car", error="generation failed"),  # no text: dropped
+            row("A", "  ", 0, task="dynamic", subtask="car"),  # blank, not empty: counted, wrong
+            row("A", "I think a truck", 0, task="dynamic", subtask="truck")]  # reads A: right
+    official, strict = both("odvbench", rows)
+    assert (official["score"], official["n"], official["dropped"]) == (50.0, 4, 2)
+    assert official["breakdowns"]["task"] == {"dynamic": {"score": 50.0, "n": 2}, "static": {"score": 50.0, "n": 2}}
+    assert official["breakdowns"]["subtask"]["car"] == {"score": 0.0, "n": 1}
+    assert strict["score"] == pytest.approx(100 / 6) and strict["n"] == 6

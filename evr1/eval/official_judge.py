@@ -9,6 +9,7 @@ official scorers, named where they are defined.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -86,6 +87,41 @@ def mmvu_judge(record: Record, response: str, judge: JudgeSpec) -> dict[str, Any
     """The official MMVU judgement of one answer (every item is judged, multiple choice too)."""
     system, user = mmvu_messages(record, response)
     return mmvu_verdict(chat(judge, system, user, options=MMVU_REQUEST))
+
+
+# -- VideoReasonBench: llyx97/video_reason_bench utils/eval_utils.py (commit 07d2644), quoted -------------------------
+
+VIDEOREASON_PROMPT = (
+    "You will be given a question, a model response and a ground-truth answer. Your task is to determine whether the"
+    " model response is correct based on the ground-truth answer. The model response should contain all information in"
+    " the ground-truth answer.\n\nQuestion: {question}\n\nModel Response: {response}\n\nGround-Truth Answer:"
+    ' {ground_truth}\n\nDirectly output "Correct" or "Incorrect":\n'
+)
+VIDEOREASON_REQUEST = {"temperature": 0.0, "max_tokens": 16}  # `llm_judge_api`: one user message, no system
+_KIMI_THINK_END = "\u25c1/think\u25b7"
+_FINAL_ANSWER = re.compile(r"Final Answer\s*(.*?)\s*$", re.DOTALL)
+OPERATION_SKILL = "Predict Operation"  # scored officially by simulating the predicted operations: not reproduced
+
+
+def videoreason_final_answer(response: str) -> str:
+    """The official `extract_final_answer`: the part after a "◁/think▷" (if any), then the text after the first
+    "Final Answer", stripped ("" when there is none)."""
+    if _KIMI_THINK_END in response:
+        response = response.split(_KIMI_THINK_END)[1]
+    found = _FINAL_ANSWER.search(response)
+    return found.group(1) if found else ""
+
+
+def videoreason_judge(record: Record, response: str, judge: JudgeSpec) -> dict[str, Any]:
+    """The official judgement: no "Final Answer" (or nothing after it) is incorrect unasked; else the judge's reply must
+    be exactly "Correct". A Predict Operation item gets `{}` (its official simulation is not reproduced)."""
+    if record.meta.get("category") == OPERATION_SKILL:
+        return {}
+    final = videoreason_final_answer(response)
+    if not final:
+        return {"final_answer": "", "correct": False}
+    prompt = VIDEOREASON_PROMPT.format(question=record.problem, response=final, ground_truth=record.answer)
+    return {"final_answer": final, "correct": chat(judge, None, prompt, options=VIDEOREASON_REQUEST) == "Correct"}
 
 
 def official_judged(bench: Benchmark, records: Sequence[Record], responses: Sequence[str],

@@ -269,7 +269,8 @@ def officially_judged(bench: Benchmark, row: Mapping[str, Any]) -> bool:
     whose judge was unreachable, or one scored before the step existed, is judged on a resume)."""
     if bench.official is None or bench.official.judge is None or row.get("response") is None:
         return True
-    return "error" not in (row.get("official") or {"error": "not judged"})
+    official = row.get("official")
+    return official is not None and "error" not in official
 
 
 def stored_response(earlier: Mapping[str, Any] | None, p: Prepared) -> str | None:

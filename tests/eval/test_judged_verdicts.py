@@ -62,7 +62,7 @@ def test_vcrbench_and_videoreasonbench_verdicts_per_answer(bench_root: Path, tmp
                  "vcrbench/1": "C", "vcrbench/2": "It moves to the right."}
     verdicts = {"(a1, b2), (c2, b1), (a3, c1)": "correct", "3": "incorrect", "It moves to the right.": "Correct"}
     with running_verdict_judge(verdicts) as judge:
-        spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"))
+        spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"), protocol="strict")  # evr1's verdicts
         got = evaluate(spec, ScriptedResponder(responses), tmp_path, benchmarks=["videoreasonbench", "vcrbench"],
                        data_root=bench_root)["benchmarks"]
         assert sorted(judge.judged()) == sorted(verdicts)

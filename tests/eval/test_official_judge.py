@@ -10,7 +10,14 @@ from judge_server import Judge
 
 from evr1.data.records import Record
 from evr1.eval.api import evaluate
-from evr1.eval.official_judge import MMVU_MULTI_CHOICE, MMVU_OPEN_ENDED, mmvu_messages, mmvu_verdict
+from evr1.eval.official_judge import (
+    MMVU_MULTI_CHOICE,
+    MMVU_OPEN_ENDED,
+    VIDEOREASON_PROMPT,
+    mmvu_messages,
+    mmvu_verdict,
+    videoreason_final_answer,
+)
 from evr1.eval.responders import ScriptedResponder
 from evr1.specs import EvalSpec, JudgeSpec
 
@@ -75,3 +82,33 @@ def test_an_unreachable_official_judge_scores_0_and_is_asked_again_on_resume(ben
     second = evaluate(spec, again, tmp_path, benchmarks=["mmvu"], data_root=bench_root)["benchmarks"]["mmvu"]
     assert again.asked == []  # judged again on the stored responses
     assert second["protocols"]["official"]["score"] == 100.0 and len(judge.requests) == 3 + 3
+
+
+# -- VideoReasonBench: the text after "Final Answer", judged "Correct" exactly ----------------------------------------
+
+
+@pytest.mark.parametrize(("response", "final"), [
+    ("so... Final Answer: 2", ": 2"), ("Final Answer\n 2 \n", "2"), ("Final Answer: 1\nFinal Answer: 3", ": 1\nFinal Answer: 3"),
+    ("The answer is 2", ""), ("final answer: 2", ""),  # "Final Answer" is required, capitalised
+    ("Final Answer: 9 ◁/think▷ Final Answer: 2", ": 2"),  # the part after Kimi's think end
+    ("Final Answer", ""), ("", ""),
+])
+def test_videoreason_final_answer(response: str, final: str) -> None:
+    assert videoreason_final_answer(response) == final
+
+
+def test_videoreasonbench_official_block(bench_root: Path, tmp_path: Path) -> None:
+    order, compare = "videoreasonbench/cup_state1_op5_order_operation_start", "videoreasonbench/cup_state1_op5_comparison_state_start"
+    answers = {order: "Swaps.\nFinal Answer: (a1, b2), (c2, b1), (a3, c1)", compare: "Final Answer: 2"}
+    replies = {": (a1, b2), (c2, b1), (a3, c1)": "Correct", ": 2": "Correct."}  # not exactly "Correct": incorrect
+    with running_verdict_judge(replies) as judge:
+        spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"))
+        got = evaluate(spec, ScriptedResponder(answers), tmp_path, benchmarks=["videoreasonbench"],
+                       data_root=bench_root)["benchmarks"]["videoreasonbench"]
+    assert got["protocols"]["official"]["score"] == 50.0 and got["protocols"]["official"]["n"] == 2
+    official = [b for b in judge.requests if b not in verdict_requests(judge)]
+    assert len(official) == 2 and all(len(b["messages"]) == 1 for b in official)  # one user message, no system
+    body = next(b for b in official if ": 2" in b["messages"][0]["content"])
+    assert body["messages"][0]["content"] == VIDEOREASON_PROMPT.format(
+        question="How many coins differ from the start?", response=": 2", ground_truth="2")
+    assert (body["temperature"], body["max_tokens"]) == (0.0, 16)

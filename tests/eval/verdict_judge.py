@@ -1,7 +1,7 @@
 """The local judge (tests/judge_server.py) with scripted verdicts: each request gets the reply scripted
-for the candidate answer it carries (between `<candidate>` tags, or after MMVU's official "Model Response to the
-Question:"), so one run can judge some answers correct and others incorrect. An unscripted candidate gets a reply
-that holds no verdict.
+for the candidate answer it carries (between `<candidate>` tags, or after the official "Model Response to the
+Question:" of MMVU or "Model Response:" of VideoReasonBench), so one run can judge some answers correct and others
+incorrect. An unscripted candidate gets a reply that holds no verdict.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from judge_server import Judge
 
 _CANDIDATE = re.compile(r"<candidate>\n(.*)\n</candidate>", re.DOTALL)
-_OFFICIAL_MMVU = re.compile(r"\n\nModel Response to the Question: (.*)\Z", re.DOTALL)  # MMVU's official judge request
+_OFFICIAL = (re.compile(r"\n\nModel Response to the Question: (.*)\Z", re.DOTALL),  # MMVU's official judge request
+             re.compile(r"\n\nModel Response: (.*)\n\nGround-Truth Answer:", re.DOTALL))  # VideoReasonBench's
 UNSCRIPTED = "no verdict scripted for this candidate"
 
 
@@ -36,9 +37,9 @@ def verdict_requests(judge: Judge) -> list[dict]:
 
 
 def candidate_of(body: dict) -> str:
-    """The candidate answer sent in a judge request (evr1's, or MMVU's official one)."""
+    """The candidate answer sent in a judge request (evr1's, or MMVU's or VideoReasonBench's official one)."""
     text = body["messages"][-1]["content"]
-    found = _CANDIDATE.search(text) or _OFFICIAL_MMVU.search(text)
+    found = _CANDIDATE.search(text) or _OFFICIAL[0].search(text) or _OFFICIAL[1].search(text)
     assert found, "no <candidate> block in the judge request"
     return found.group(1)
 

@@ -21,8 +21,9 @@ reply without a verdict a failure) by an OpenAI-compatible endpoint set by the e
 (lmms-eval passes task functions nothing else): `EVR1_JUDGE_URL`, `EVR1_JUDGE_MODEL`, and the
 key, if any, in `EVR1_JUDGE_API_KEY`. A judged question without them is a ConfigError naming them
 (`evr1.eval.api.require_judge`, the check `evr1 eval run` makes), raised by `doc_to_messages` (the evr1
-models read every request's messages before generating) and by `process_results`. Routers are built once
-per benchmark, judge and problem type (`router`).
+models read every request's messages before generating) and by `process_results`, which also runs the
+benchmark's official judge step (`evr1.eval.official_judge`: MMVU, VideoReasonBench) for the official block.
+Routers are built once per benchmark, judge and problem type (`router`).
 """
 
 from __future__ import annotations

@@ -256,9 +256,14 @@ def longvideo_reason(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 
 
 def odvbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    """Assumed fields (the official ODV-Bench annotation format was not available to verify)."""
-    return [mc(row["id"], row["question"], option_list(row["options"]), row["answer"], [video(ctx, row["video"])],
-               task=row.get("task"), subtask=row.get("subtask"))]
+    """A row as the authors' lmms-eval task reads it (MCG-NJU/StreamForest `lmms_eval/tasks/odvbench/utils.py`):
+    `candidates` (option texts), `answer` (the right one's text), `video` (clipped to `start`-`end` when given),
+    `task`, `subtask`, `subsubtask`; or the assumed form `options` ("A. x") with a letter `answer`. Without an `id`
+    the row's position names it."""
+    options = [str(c) for c in row["candidates"]] if "candidates" in row else option_list(row["options"])
+    clip = video(ctx, row["video"], row.get("start"), row.get("end"))
+    return [mc(row.get("id", ctx.item), row["question"], options, row["answer"], [clip], task=row.get("task"),
+               subtask=row.get("subtask"), subsubtask=row.get("subsubtask"))]
 
 
 def livesports(row: Row, ctx: RowContext) -> list[dict[str, Any]]:

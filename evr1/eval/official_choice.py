@@ -455,3 +455,98 @@ TEMPCOMPASS = Official(
     agg.accuracy("format", "dimension"), tempcompass_item,
     source="llyx97/TempCompass eval_multi-choice.py (commit 7bdcfa2), eval_yes_no.py (commit 75361fd)",
 )
+
+
+# -- LongVideo-Reason ----------------------------------------------------------------------------------------------
+
+_LVR_TAGGED = re.compile(r"<answer>(.*?)</answer>")  # no DOTALL: the answer must sit on one line
+_LVR_FINAL = "Therefore the final answer is:"
+_LVR_FINAL_TAGGED = re.compile(r"<answer>Therefore the final answer is: (.*?)</answer>")
+_LVR_FORMAT = re.compile(r"<think>.*?</think>\s*<answer>.*?</answer>", re.DOTALL)
+
+
+def longvideo_reason_answer(response: str) -> str:
+    """The official string-match reading of the whole response (thinking included): with "Therefore the final answer
+    is:" anywhere, the first `<answer>Therefore the final answer is: X</answer>`; else the first one-line
+    `<answer>X</answer>`; no match: the whole response; stripped. (The symbolic `math_verify` check comes first in the
+    official scorer, but it finds nothing in a `<answer>X</answer>` letter reference, so it never decides.)"""
+    found = (_LVR_FINAL_TAGGED if _LVR_FINAL in response else _LVR_TAGGED).search(response)
+    return (found.group(1) if found else response).strip()
+
+
+def longvideo_reason_item(row: Row) -> dict[str, Any] | None:
+    """Right when the official reading equals the answer letter exactly ("b", "B.", "The answer is B" are wrong);
+    `format` 1 when the response starts `<think>...</think> <answer>...</answer>`. A failed generation (no response)
+    is dropped: the official loop skips a video whose generation raised."""
+    response = row.get("response")
+    if response is None:
+        return None
+    return {"score": float(longvideo_reason_answer(response) == str(row["answer"])),
+            "format": float(_LVR_FORMAT.match(response) is not None)}
+
+
+def longvideo_reason_metrics(rows: Sequence[Row]) -> Aggregate:
+    """`accuracy` and `format_accuracy` over the generated answers, the two metrics the official script saves (the
+    by-category table is evr1's addition)."""
+    result = agg.accuracy("category")(rows)
+    fmt = 100.0 * sum(r["format"] for r in rows) / len(rows) if rows else 0.0
+    return Aggregate(result.score, {**result.metrics, "format_accuracy": fmt}, result.breakdowns)
+
+
+LONGVIDEO_REASON = Official(
+    "accuracy over the generated answers (a failed generation is dropped): the first one-line <answer>X</answer>"
+    " (else the whole response) equal to the letter; format_accuracy beside it",
+    longvideo_reason_metrics, longvideo_reason_item,
+    source="NVlabs/Long-RL eval/eval.py (commit 97abc84: accuracy_reward, format_reward)",
+)
+
+
+# -- ODV-Bench (the authors' lmms-eval task in MCG-NJU/StreamForest) ---------------------------------------------
+
+_ODV_OPTION = re.compile(r"^([A-E])\.\s*(.+)$", re.IGNORECASE)
+_ODV_PUNCT = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`", ",", "?", "!")
+_ODV_DIGIT_COMMA = re.compile(r"(\d)(,)(\d)")
+_ODV_PERIOD = re.compile(r"\.(?!\d)")  # the official pattern's look-behind is malformed: every "." not before a digit
+_ODV_PERIODS_CUT = 32  # it passes re.UNICODE (32) as the count: at most 32 periods go
+_ODV_LETTER = re.compile(r"\b([A-E])\b", re.IGNORECASE)
+
+
+def _odv_punctuation(text: str) -> str:
+    """Each mark removed where it stands beside a space somewhere in `text` (or `text` holds a digit,digit), else
+    replaced by a space; then the periods not before a digit removed (the first 32)."""
+    out = text
+    for mark in _ODV_PUNCT:
+        spaced = f"{mark} " in text or f" {mark}" in text or _ODV_DIGIT_COMMA.search(text) is not None
+        out = out.replace(mark, "" if spaced else " ")
+    return _ODV_PERIOD.sub("", out, count=_ODV_PERIODS_CUT)
+
+
+def odvbench_letter(text: str) -> str:
+    """The official reading: "X. text" (X in A-E, any case, on one line) is X; else, once cleaned (tabs and newlines
+    to spaces, punctuation, quotes and parentheses stripped, lower case), the first lone letter a-e as a word, upper
+    case ("The answer is D" -> D, but "I think a car" -> A); else the cleaned text itself."""
+    found = _ODV_OPTION.match(text.strip())
+    if found:
+        return found.group(1).upper()
+    cleaned = _odv_punctuation(text.replace("\n", " ").replace("\t", " ").strip())
+    cleaned = cleaned.strip("'").strip('"').strip(")").strip("(").strip().lower()
+    letter = _ODV_LETTER.search(cleaned)
+    return letter.group(1).upper() if letter else cleaned
+
+
+def odvbench_item(row: Row) -> float | None:
+    """Right when the reading is the answer letter; an empty response (a failed generation too: no text) is dropped,
+    as the official aggregation counts only predictions that are not ""; a blank "  " is counted."""
+    response = row.get("response") or ""
+    if response == "":
+        return None
+    return float(odvbench_letter(response) == row["answer"])
+
+
+ODVBENCH = Official(
+    "accuracy over the answered items (an empty prediction is dropped), by task, subtask and subsubtask; the"
+    " official letter reading",
+    agg.accuracy("task", "subtask", "subsubtask"), odvbench_item,
+    source="MCG-NJU/StreamForest lmms_eval/tasks/odvbench/utils.py (commit 81cbd38: mcq_acc,"
+           " odvbench_aggregate_results)",
+)

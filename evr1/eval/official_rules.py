@@ -19,6 +19,7 @@ import numpy as np
 
 from evr1.eval import aggregate as agg
 from evr1.eval.aggregate import Aggregate, Aggregator
+from evr1.eval.official_judge import mmvu_judge, videoreason_judge
 from evr1.eval.protocols import Official
 from evr1.rewards import extract_answer
 from evr1.rewards.geometry import box_iou, interval_iou
@@ -247,8 +248,40 @@ LIVESPORTS = Official(
     source="showlab/livecc evaluation/livesports3kqa (accuracy by q_type and by OCR)",
 )
 
+def videoreason_item(row: Row) -> float:
+    """The official judge's `correct` ("Final Answer" required, the reply exactly "Correct"); an unreachable judge is
+    incorrect, as the script's empty reply; a Predict Operation item (no official judgement here) keeps evr1's score."""
+    verdict = row.get("official") or {}
+    if "correct" in verdict or "error" in verdict:
+        return float(verdict.get("correct") is True)
+    return float(row["score"]) if row.get("response") is not None else 0.0
+
+
 VIDEOREASONBENCH = Official(
-    "accuracy (judged correct or incorrect), by skill, level, num_operation and num_state",
-    agg.accuracy("category", "level", "num_operation", "num_state"),
-    source="llyx97/video_reason_bench utils/show_results.py (tables by dim, num_operation and state count)",
+    "accuracy (the text after \"Final Answer\" judged by the official prompt, \"Correct\" exactly), by skill, level,"
+    " num_operation and num_state",
+    agg.accuracy("category", "level", "num_operation", "num_state"), videoreason_item,
+    source="llyx97/video_reason_bench utils/eval_utils.py (commit 07d2644: get_judge_prompt, llm_judge_api,"
+           " extract_final_answer), utils/show_results.py (tables by dim, num_operation and state count)",
+    judge=videoreason_judge,
+)
+
+
+# -- MMVU: every item judged (evr1.eval.official_judge) ----------------------------------------------------------
+
+
+def mmvu_item(row: Row) -> float:
+    """The official judge's `correct` (the whole response is judged, multiple choice too); an unreadable verdict or an
+    unreachable judge is incorrect, as the official script records a missing output; a failed generation is 0."""
+    verdict = row.get("official") or {}
+    return float(verdict.get("correct") is True)
+
+
+MMVU = Official(
+    "accuracy over all items (multiple choice and open-ended), each judged correct or incorrect by the official"
+    " judge prompt; by question kind and subject",
+    agg.accuracy("question_kind", "category"), mmvu_item,
+    source="yale-nlp/MMVU utils/eval_utils.py (commit f5bc479: the judge prompts, get_acc_async) and"
+           " acc_evaluation.py (commit fd27d75)",
+    judge=mmvu_judge,
 )

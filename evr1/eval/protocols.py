@@ -5,7 +5,9 @@
   own `aggregate`.
 - `official`: the benchmark authors' scorer as far as evr1 reproduces it (`Benchmark.official`): its item
   rule (a sample row -> the official item score, or None when the official scorer drops the item from
-  every denominator) and its aggregation. A benchmark without an item rule scores its items as `strict`
+  every denominator) and its aggregation; where the scorer asks an LLM judge with its own prompt, its judge step
+  (`Official.judge`, run when the answer is scored: `evr1.eval.official_judge`; the row's `official` holds its
+  result for the item rule). A benchmark without an item rule scores its items as `strict`
   does; without an `Official` at all, its official block is the strict one (docs/benchmarks.md says which).
 
 A block, as `results.json` holds it under `protocols`: the headline `score`, `metric` (what the headline is),
@@ -24,13 +26,16 @@ from evr1.errors import Evr1Error
 from evr1.eval.aggregate import Aggregator
 
 if TYPE_CHECKING:
+    from evr1.data.records import Record
     from evr1.eval.benchmark import Benchmark
+    from evr1.specs import JudgeSpec
 
 Row = Mapping[str, Any]
 Protocol = Literal["official", "strict"]
 PROTOCOLS: tuple[Protocol, ...] = ("official", "strict")
 BLOCK_KEYS = ("score", "metric", "metrics", "breakdowns", "n", "failed", "unparsed", "dropped")
 ItemRule = Callable[[Row], "float | Mapping[str, Any] | None"]  # row -> official score (0-1) or row update; None: dropped
+JudgeStep = Callable[["Record", str, "JudgeSpec"], Mapping[str, Any]]  # one answer's official judging (row `official`)
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Official:
     aggregate: Aggregator
     item: ItemRule | None = None  # None: the strict item score (the official reading is evr1's); a Mapping: row update
     source: str = ""  # the scorer reproduced (repository, commit or version, file)
+    judge: JudgeStep | None = None  # the official scorer's LLM-judge request, made for every answered item
 
 
 def official_rows(bench: Benchmark, rows: Sequence[Row]) -> tuple[list[dict[str, Any]], int]:

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from evr1.data.records import Record
 from evr1.errors import Evr1Error
 from evr1.eval.benchmark import Benchmark
+from evr1.eval.official_judge import official_judged
 from evr1.eval.protocols import Protocol, blocks
 from evr1.eval.responders import Prepared, Responder
 from evr1.problem_types import ProblemType
@@ -218,20 +219,22 @@ def score_responses(records: Sequence[Record], responses: Sequence[str], router:
     return out
 
 
-def sample_row(bench: Benchmark, record: Record, response: str | None, scored: Scored) -> dict[str, Any]:
-    """The scored sample as the benchmark's aggregation reads it (`score`, `components`, `error`, `meta`, ...)."""
+def sample_row(bench: Benchmark, record: Record, response: str | None, scored: Scored,
+               official: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The scored sample as the benchmark's aggregation reads it (`score`, `components`, `error`, `meta`, ...), with
+    the official judge step's result (`official`, see `evr1.eval.official_judge`) when the benchmark has one."""
     score, components, error = scored
     parsed = parsed_answer(record, response) if response is not None else None
     return {
         "id": record.id, "benchmark": bench.name, "problem_type": record.problem_type.value, "response": response,
         "parsed": parsed, "answer": record.answer, "options": record.options, "score": score, "components": components,
-        "error": error, "meta": record.meta,
+        "error": error, "meta": record.meta, **({"official": dict(official)} if official is not None else {}),
     }
 
 
 def _row(bench: Benchmark, p: Prepared, response: str | None, scored: Scored | None, sid: str,
-         scorer: str | None) -> dict[str, Any]:
-    row = sample_row(bench, p.record, response, scored if scored is not None else (0.0, {}, p.error))
+         scorer: str | None, official: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    row = sample_row(bench, p.record, response, scored if scored is not None else (0.0, {}, p.error), official)
     return {**row, "prompt_hash": p.prompt_hash, "settings_id": sid, "scorer_id": scorer, "cache_hits": p.cache_hits}
 
 
@@ -261,6 +264,15 @@ def generate(responder: Responder, batch: Sequence[Prepared]) -> tuple[dict[str,
     return responses, errors
 
 
+def officially_judged(bench: Benchmark, row: Mapping[str, Any]) -> bool:
+    """Whether `row` holds what its benchmark's official judge step gives (a row without a response needs none; one
+    whose judge was unreachable, or one scored before the step existed, is judged on a resume)."""
+    if bench.official is None or bench.official.judge is None or row.get("response") is None:
+        return True
+    official = row.get("official")
+    return official is not None and "error" not in official
+
+
 def stored_response(earlier: Mapping[str, Any] | None, p: Prepared) -> str | None:
     """The response of a failed earlier row of this sample that can be scored again: one generated from the same prompt."""
     if earlier is None or earlier.get("response") is None or earlier.get("prompt_hash") != p.prompt_hash:
@@ -279,7 +291,8 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
 
     samples.parent.mkdir(parents=True, exist_ok=True)
     rows = read_samples(samples, sid)
-    todo = [r for r in records if r.id not in rows or rows[r.id].get("error") or rows[r.id].get("scorer_id") != scorer]
+    todo = [r for r in records if r.id not in rows or rows[r.id].get("error") or rows[r.id].get("scorer_id") != scorer
+            or not officially_judged(bench, rows[r.id])]
     retried = {r.id: rows[r.id] for r in todo if r.id in rows}
     failures_in_row = failed = 0
     bar = tqdm(total=len(records), initial=len(records) - len(todo), desc=bench.name, unit="sample",
@@ -295,9 +308,12 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
             scored = score_responses([p.record for p in answered], [responses[p.record.id] for p in answered], router,
                                      [p.shown for p in answered]) if answered else []
             scores = dict(zip((p.record.id for p in answered), scored))
+            judged = dict(zip((p.record.id for p in answered), official_judged(
+                bench, [p.record for p in answered], [responses[p.record.id] for p in answered], router.spec.judge)))
             for p in batch:
                 done = replace(p, error=p.error or errors.get(p.record.id))
-                row = _row(bench, done, responses.get(p.record.id), scores.get(p.record.id), sid, scorer)
+                row = _row(bench, done, responses.get(p.record.id), scores.get(p.record.id), sid, scorer,
+                           judged.get(p.record.id))
                 rows[row["id"]] = row
                 out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
                 failed += bool(row["error"])

@@ -22,7 +22,8 @@ import re
 import time
 import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from evr1.errors import ConfigError
 
@@ -60,8 +61,10 @@ def check_configured(judge: JudgeSpec, reward: str) -> None:
         raise ConfigError(f"reward.judge.api_key_env names {judge.api_key_env!r}, which is not set in the environment")
 
 
-def chat(judge: JudgeSpec, system: str, user: str) -> str:
-    """The judge's reply text; raises JudgeUnavailable after `judge.retries` retries."""
+def chat(judge: JudgeSpec, system: str | None, user: str, options: Mapping[str, Any] | None = None) -> str:
+    """The judge's reply text; raises JudgeUnavailable after `judge.retries` retries. `system` None: the user message
+    alone. `options`: request fields that replace the defaults (temperature 0, `judge.max_tokens`) or add to them (an
+    official scorer's `response_format`)."""
     check_configured(judge, "judge")
     url = judge.base_url.rstrip("/") + "/chat/completions"  # type: ignore[union-attr]
     headers = {"Content-Type": "application/json"}
@@ -69,9 +72,11 @@ def chat(judge: JudgeSpec, system: str, user: str) -> str:
         headers["Authorization"] = f"Bearer {os.environ[judge.api_key_env]}"
     body = json.dumps({
         "model": judge.model,
-        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        "messages": [*([{"role": "system", "content": system}] if system is not None else []),
+                     {"role": "user", "content": user}],
         "temperature": 0.0,
         "max_tokens": judge.max_tokens,
+        **(options or {}),
     }).encode()  # fmt: skip
     last = ""
     for attempt in range(judge.retries + 1):

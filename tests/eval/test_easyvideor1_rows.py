@@ -18,7 +18,7 @@ from evr1.eval.api import evaluate
 from evr1.eval.prompting import question_text
 from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
-from evr1.specs import EvalSpec
+from evr1.specs import EvalSpec, JudgeSpec
 
 
 def _write(root: Path, files: dict[str, Any]) -> Path:
@@ -30,10 +30,11 @@ def _write(root: Path, files: dict[str, Any]) -> Path:
     return root
 
 
-def _score(root: Path, name: str, answers: dict[str, str]) -> dict[str, Any]:
+def _score(root: Path, name: str, answers: dict[str, str], judge: JudgeSpec | None = None) -> dict[str, Any]:
     responder = ScriptedResponder(answers)
     # the strict headline: these tests compare importers (official rows vs EasyVideoR1's), under evr1's rules
-    got = evaluate(EvalSpec(protocol="strict"), responder, root / "run", benchmarks=[name], data_root=root)["benchmarks"][name]
+    spec = EvalSpec(protocol="strict", **({"judge": judge} if judge is not None else {}))
+    got = evaluate(spec, responder, root / "run", benchmarks=[name], data_root=root)["benchmarks"][name]
     assert sorted(responder.asked) == sorted(answers)  # every record answered, none left to the default
     return got
 
@@ -294,8 +295,10 @@ def test_vcrbench_easyvideor1_rows_keep_the_question_kind(tmp_path: Path) -> Non
     assert got_easy["breakdowns"]["question_kind"] == got_official["breakdowns"]["question_kind"]
 
 
-def test_mmvu_easyvideor1_rows_take_the_subject_from_the_video_folder(tmp_path: Path) -> None:
-    """Art right, Chemistry wrong: 50; by subject Art 100, Chemistry 0, as from the official rows."""
+def test_mmvu_easyvideor1_rows_take_the_subject_from_the_video_folder(tmp_path: Path, judge: Any) -> None:
+    """Art right, Chemistry wrong: 50; by subject Art 100, Chemistry 0, as from the official rows (MMVU's official
+    scorer judges multiple choice too, so a judge is needed)."""
+    spec = JudgeSpec(base_url=judge.url, model="j")
     five = ["10.0", "5.0", "12.0", "15.0", "20.0"]
     official = [{"id": f"validation_{i}", "video": f"https://huggingface.co/datasets/yale-nlp/MMVU/resolve/main/videos/{s}/0.mp4",
                  "question": f"Q{i}?", "question_type": "multiple-choice", "choices": dict(zip("ABCDE", five)), "answer": "A",
@@ -304,9 +307,9 @@ def test_mmvu_easyvideor1_rows_take_the_subject_from_the_video_folder(tmp_path: 
                   original_question_type="multiple-choice", process="", data_source="https://www.youtube.com/watch?v=x")
             for i, s in enumerate(["Art", "Chemistry"])]
     got_official = _score(_write(tmp_path / "o", {"mmvu/validation.json": official}), "mmvu",
-                          {"mmvu/validation_0": "A", "mmvu/validation_1": "B"})
+                          {"mmvu/validation_0": "A", "mmvu/validation_1": "B"}, spec)
     got_easy = _score(_write(tmp_path / "e", {"mmvu/validation.json": easy}), "mmvu",
-                      {"mmvu/validation/1": "A", "mmvu/validation/2": "B"})
+                      {"mmvu/validation/1": "A", "mmvu/validation/2": "B"}, spec)
     check_same(got_official, got_easy, 50.0)
     assert set(got_easy["breakdowns"]["category"]) == {"Art", "Chemistry"}
 

@@ -18,7 +18,7 @@ from evr1.problem_types import ProblemType
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec
 
-from .verdict_judge import running_verdict_judge
+from .verdict_judge import running_verdict_judge, verdict_requests
 
 # Benchmarks with judged items; each official scorer counts right or wrong (docs/benchmarks.md).
 JUDGED = {"tempcompass", "vcrbench", "videoreasonbench", "mmvu"}
@@ -43,7 +43,7 @@ MMVU_REPLIES = [
 def test_mmvu_open_ended_scores_one_or_zero(bench_root: Path, tmp_path: Path, judge: Judge, reply: str, score: float,
                                             failed: int) -> None:
     judge.reply = reply
-    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"))
+    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"), protocol="strict")  # evr1's verdict judge
     got = evaluate(spec, ScriptedResponder({"mmvu/mu1": "B", "mmvu/mu2": "combustion"}), tmp_path, benchmarks=["mmvu"],
                    data_root=bench_root)["benchmarks"]["mmvu"]
     assert got["score"] == pytest.approx(score)
@@ -51,7 +51,7 @@ def test_mmvu_open_ended_scores_one_or_zero(bench_root: Path, tmp_path: Path, ju
     assert got["breakdowns"]["question_kind"]["open-ended"]["score"] == pytest.approx(2 * score - 100)
     if failed:
         assert "mmvu/mu2" in got["errors"][0] and "no verdict" in got["errors"][0]
-    assert len(judge.requests) == 1  # only the open-ended item is judged
+    assert len(verdict_requests(judge)) == 1  # only the open-ended item is judged (by evr1's verdict prompt)
 
 
 def test_vcrbench_and_videoreasonbench_verdicts_per_answer(bench_root: Path, tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ def test_vcrbench_and_videoreasonbench_verdicts_per_answer(bench_root: Path, tmp
                  "vcrbench/1": "C", "vcrbench/2": "It moves to the right."}
     verdicts = {"(a1, b2), (c2, b1), (a3, c1)": "correct", "3": "incorrect", "It moves to the right.": "Correct"}
     with running_verdict_judge(verdicts) as judge:
-        spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"))
+        spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"), protocol="strict")  # evr1's verdicts
         got = evaluate(spec, ScriptedResponder(responses), tmp_path, benchmarks=["videoreasonbench", "vcrbench"],
                        data_root=bench_root)["benchmarks"]
         assert sorted(judge.judged()) == sorted(verdicts)

@@ -189,3 +189,16 @@ def test_tempcompass_published_option_lines_import(fmt: str, question: str, answ
 def test_split_embedded_names_a_question_without_options() -> None:
     with pytest.raises(ValueError, match="question holds no lettered options: 'Which caption fits?"):
         official.split_embedded("Which caption fits?\nCaption A: only one")
+
+
+def test_odvbench_reads_the_authors_task_rows() -> None:
+    """The fields the authors' lmms-eval task reads (MCG-NJU/StreamForest odvbench/utils.py): option texts in
+    `candidates`, the right one's text in `answer`, a clip `start`-`end`, task levels; no id: the row's position."""
+    bench = BENCHMARKS.get("odvbench")
+    row = {"video": "drive/0001.mp4", "start": 2, "end": 7.5, "question": "What is ahead?",
+           "candidates": ["a cyclist", "a red light", "nothing"], "answer": "a red light", "task": "static",
+           "subtask": "traffic light", "subsubtask": "state"}
+    [d] = official.odvbench(row, RowContext(bench, Path("odvbench.json"), 1, item=3))
+    assert (d["id"], d["answer"], d["options"]) == ("3", "B", ["a cyclist", "a red light", "nothing"])
+    assert d["media"] == [{"kind": "video", "path": "odvbench/videos/drive/0001.mp4", "start": 2.0, "end": 7.5}]
+    assert d["meta"] == {"task": "static", "subtask": "traffic light", "subsubtask": "state"}

@@ -521,3 +521,68 @@ def test_tempcompass_nested_questions_files(tmp_path: Path) -> None:
     speed = records["tempcompass/multi-choice/v1/speed_0"]
     assert (speed.answer, speed.options, speed.meta["dimension"]) == ("B", ["slow", "fast"], "speed")
     assert records["tempcompass/yes_no/v2/order_0"].answer == "yes"
+
+
+# -- LongVideo-Reason: the Long-RL string match, failed generations dropped ----------------------------------------
+
+
+@pytest.mark.parametrize(("response", "score", "fmt"), [
+    ("B", 1.0, 0.0), ("  B \n", 1.0, 0.0),  # no tag: the whole response, stripped
+    ("<think>x</think> <answer>B</answer>", 1.0, 1.0), ("<think>a\nb</think>\n<answer> B </answer>", 1.0, 1.0),
+    ("<answer>B</answer><answer>C</answer>", 1.0, 0.0),  # the first tag decides
+    ("<answer>\nB\n</answer>", 0.0, 0.0),  # a tag over lines is not read: the whole response is compared
+    ("<answer>Therefore the final answer is: B</answer>", 1.0, 0.0),
+    ("Therefore the final answer is: B", 0.0, 0.0),  # the phrase without its tag: the whole response
+    ("Therefore the final answer is: C <answer>B</answer>", 0.0, 0.0),  # the phrase present: only its tagged form
+    ("b", 0.0, 0.0), ("B.", 0.0, 0.0), ("The answer is B", 0.0, 0.0), ("<answer>A or B</answer>", 0.0, 0.0),
+    ("<answer>B. the goal</answer>", 0.0, 0.0), ("", 0.0, 0.0),
+])
+def test_longvideo_reason_reader(response: str, score: float, fmt: float) -> None:
+    assert choice.longvideo_reason_item(row("B", response)) == {"score": score, "format": fmt}
+
+
+def test_longvideo_reason_math_verify_never_decides_a_letter() -> None:
+    """The official scorer's symbolic check parses the `<answer>X</answer>` reference to nothing, so it never
+    scores a letter right (math_verify, the scorer's own library, run here)."""
+    from math_verify import parse, verify
+    gold = parse("<answer>B</answer>")
+    assert gold == []
+    assert not any(verify(gold, parse(text)) for text in ("B", "<answer>B</answer>", "\\boxed{B}", "2"))
+
+
+def test_longvideo_reason_drops_failed_generations() -> None:
+    rows = [row("B", "<think>t</think><answer>B</answer>", 1, category="goal"), row("A", "a", 0, category="goal"),
+            row("C", "C", 1, category="plot"), row("D", None, 0, category="plot", error="generation failed")]
+    official, strict = both("longvideo_reason", rows)
+    assert official["score"] == pytest.approx(200 / 3) and official["n"] == 3 and official["dropped"] == 1
+    assert official["metrics"] == pytest.approx({"accuracy": 200 / 3, "format_accuracy": 100 / 3})
+    assert official["breakdowns"]["category"] == {"goal": {"score": 50.0, "n": 2}, "plot": {"score": 100.0, "n": 1}}
+    assert strict["score"] == 50.0 and strict["n"] == 4 and strict["failed"] == 1
+
+
+# -- ODV-Bench: the authors' lmms-eval reader; empty predictions dropped -----------------------------------------
+
+
+@pytest.mark.parametrize(("response", "letter"), [
+    ("B", "B"), ("b", "B"), ("B. a red car", "B"), ("b.car", "B"), ("(B)", "B"), ("'B'", "B"),
+    ("The answer is D", "D"), ("I think a car", "A"),  # the article "a" is a lone letter a-e
+    ("A or B", "A"), ("Option: C", "C"), ("B. red\nC. blue", "B"),  # "X. text" over lines: the first lone letter
+    ("none", "none"), ("答案是B", "答案是b"),  # CJK characters are word characters: no lone letter
+    ("F", "f"), ("", ""), ("x-B", "B"),  # "-" beside no space: a space
+    ("x - B-C", "x  bc"),  # "-" beside a space somewhere: every "-" removed, so "B-C" becomes the word "bc"
+])
+def test_odvbench_letter(response: str, letter: str) -> None:
+    assert choice.odvbench_letter(response) == letter
+
+
+def test_odvbench_drops_empty_predictions_by_task_and_subtask() -> None:
+    rows = [row("B", "B", 1, task="static", subtask="sign"), row("B", "The answer is D", 0, task="static", subtask="sign"),
+            row("C", "", 0, task="dynamic", subtask="car"),  # empty: dropped
+            row("A", None, 0, task="dynamic", subtask="car", error="generation failed"),  # no text: dropped
+            row("A", "  ", 0, task="dynamic", subtask="car"),  # blank, not empty: counted, wrong
+            row("A", "I think a truck", 0, task="dynamic", subtask="truck")]  # reads A: right
+    official, strict = both("odvbench", rows)
+    assert (official["score"], official["n"], official["dropped"]) == (50.0, 4, 2)
+    assert official["breakdowns"]["task"] == {"dynamic": {"score": 50.0, "n": 2}, "static": {"score": 50.0, "n": 2}}
+    assert official["breakdowns"]["subtask"]["car"] == {"score": 0.0, "n": 1}
+    assert strict["score"] == pytest.approx(100 / 6) and strict["n"] == 6

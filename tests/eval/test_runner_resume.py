@@ -18,6 +18,8 @@ from evr1.registry import BENCHMARKS
 from evr1.rewards import RewardRouter
 from evr1.specs import EvalSpec, JudgeSpec, RewardSpec, VideoSpec
 
+from .verdict_judge import verdict_requests
+
 
 def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
@@ -39,7 +41,7 @@ class FailsOn(ScriptedResponder):
 
 def test_failed_scoring_is_retried_on_resume_without_generating(bench_root: Path, tmp_path: Path, judge) -> None:
     judge.reply, judge.fail_first = "correct", 1  # down for the first run's one request
-    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="j", retries=0))
+    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="j", retries=0), protocol="strict")  # evr1's judge
     answers = {"mmvu/mu1": "B", "mmvu/mu2": "combustion"}
     first = evaluate(spec, ScriptedResponder(answers), tmp_path, benchmarks=["mmvu"], data_root=bench_root)["benchmarks"]["mmvu"]
     assert (first["score"], first["failed"]) == (50.0, 1) and "mmvu/mu2: " in first["errors"][0]
@@ -47,7 +49,7 @@ def test_failed_scoring_is_retried_on_resume_without_generating(bench_root: Path
     second = evaluate(spec, again, tmp_path, benchmarks=["mmvu"], data_root=bench_root)["benchmarks"]["mmvu"]
     assert (second["score"], second["failed"], second["errors"]) == (100.0, 0, [])
     assert again.asked == []  # scored again on the stored response, not generated again
-    assert len(judge.requests) == 2  # the failed request, then the retry
+    assert len(verdict_requests(judge)) == 2  # the failed request, then the retry
     assert [r["id"] for r in _rows(tmp_path / "mmvu" / "samples.jsonl")] == ["mmvu/mu1", "mmvu/mu2"]
 
 
@@ -106,7 +108,7 @@ def test_a_broken_engine_stops_the_run(bench_root: Path, tmp_path: Path) -> None
 
 def test_judge_settings_are_recorded_and_checked(bench_root: Path, tmp_path: Path, judge) -> None:
     judge.reply = "correct"
-    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="j1"))
+    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="j1"), protocol="strict")  # evr1's verdicts
     answers = {"mmvu/mu1": "B", "mmvu/mu2": "combustion", "minerva/mi1": "D"}
     results = evaluate(spec, ScriptedResponder(answers), tmp_path, benchmarks=["mmvu", "minerva"], data_root=bench_root)
     assert results["benchmarks"]["mmvu"]["settings"]["judge"] == {"base_url": judge.url, "model": "j1", "max_tokens": 16}
@@ -128,13 +130,13 @@ def test_judge_settings_are_recorded_and_checked(bench_root: Path, tmp_path: Pat
 
 def test_a_limited_run_then_the_full_run_resume_into_one_folder(bench_root: Path, tmp_path: Path, judge) -> None:
     """MMVU's first item is multiple choice, its second open-ended: whether a judge is needed must not change
-    the settings the first item's response was made under."""
+    the settings the first item's response was made under (the official scorer judges multiple choice too)."""
     judge.reply = "correct"
-    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="j"))
+    spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="j"), protocol="strict")
     answers = {"mmvu/mu1": "B", "mmvu/mu2": "combustion"}
     first = evaluate(spec.model_copy(update={"limit": 1}), ScriptedResponder(answers), tmp_path, benchmarks=["mmvu"],
                      data_root=bench_root)["benchmarks"]["mmvu"]
-    assert first["n"] == 1 and "judge" not in first["settings"]
+    assert first["n"] == 1 and first["settings"]["judge"]["model"] == "j"  # the official judge step needs it
     asked = ScriptedResponder(answers)
     full = evaluate(spec, asked, tmp_path, benchmarks=["mmvu"], data_root=bench_root)["benchmarks"]["mmvu"]
     assert asked.asked == ["mmvu/mu2"] and full["n"] == 2 and full["score"] == 100.0

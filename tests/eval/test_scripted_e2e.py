@@ -15,6 +15,7 @@ from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec, VideoSpec
 
 from .expected import CASES, VERDICTS
+from .verdict_judge import candidate_of, verdict_requests
 
 
 def _responses(root: Path) -> dict[str, str]:
@@ -47,9 +48,13 @@ def test_all_22_benchmarks_aggregate_exactly(bench_root: Path, tmp_path: Path, v
             for label, (score, n) in cats.items():
                 assert got["breakdowns"][key][label]["score"] == pytest.approx(score), (name, key, label)
                 assert got["breakdowns"][key][label]["n"] == n, (name, key, label)
-    # Only non-empty open-ended answers reach the judge, for a verdict: vcrbench 1, videoreasonbench 1, mmvu 1.
-    assert sorted(judge.judged()) == sorted(VERDICTS)
-    assert all("correct or incorrect" in body["messages"][0]["content"] for body in judge.requests)
+    # Only non-empty open-ended answers reach evr1's verdict judge: vcrbench 1, videoreasonbench 1, mmvu 1.
+    verdicts = verdict_requests(judge)
+    assert sorted(candidate_of(body) for body in verdicts) == sorted(VERDICTS)
+    assert all("correct or incorrect" in body["messages"][0]["content"] for body in verdicts)
+    # MMVU's official judge step asks about every answered item, with the official prompt.
+    official = [body for body in judge.requests if body not in verdicts]
+    assert len(official) == 2 and all(b["messages"][0]["content"].startswith("Evaluate whether") for b in official)
     md = (tmp_path / "results.md").read_text()
     # VSI-Bench: (counting 1 + distance MRA 0.6 + route 0.5 + direction 2/3) / 4 = 0.691666... (expected.py).
     assert "| VSI-Bench | strict | 69.17 | 69.17 |" in md and "| route_planning | 50.00 | 2 | 50.00 | 2 |" in md

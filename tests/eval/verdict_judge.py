@@ -1,6 +1,7 @@
 """The local judge (tests/judge_server.py) with scripted verdicts: each request gets the reply scripted
-for the candidate answer it carries (between `<candidate>` tags), so one run can judge some answers
-correct and others incorrect. An unscripted candidate gets a reply that holds no verdict.
+for the candidate answer it carries (between `<candidate>` tags, or after the official "Model Response to the
+Question:" of MMVU or "Model Response:" of VideoReasonBench), so one run can judge some answers correct and others
+incorrect. An unscripted candidate gets a reply that holds no verdict.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from contextlib import contextmanager
 from judge_server import Judge
 
 _CANDIDATE = re.compile(r"<candidate>\n(.*)\n</candidate>", re.DOTALL)
+_OFFICIAL = (re.compile(r"\n\nModel Response to the Question: (.*)\Z", re.DOTALL),  # MMVU's official judge request
+             re.compile(r"\n\nModel Response: (.*)\n\nGround-Truth Answer:", re.DOTALL))  # VideoReasonBench's
 UNSCRIPTED = "no verdict scripted for this candidate"
 
 
@@ -28,9 +31,15 @@ class _Requests(list):
         self.current.body = body
 
 
+def verdict_requests(judge: Judge) -> list[dict]:
+    """The requests made with evr1's verdict prompt (its `<candidate>` block), not an official scorer's."""
+    return [body for body in judge.requests if _CANDIDATE.search(body["messages"][-1]["content"])]
+
+
 def candidate_of(body: dict) -> str:
-    """The candidate answer sent in a judge request."""
-    found = _CANDIDATE.search(body["messages"][-1]["content"])
+    """The candidate answer sent in a judge request (evr1's, or MMVU's or VideoReasonBench's official one)."""
+    text = body["messages"][-1]["content"]
+    found = _CANDIDATE.search(text) or _OFFICIAL[0].search(text) or _OFFICIAL[1].search(text)
     assert found, "no <candidate> block in the judge request"
     return found.group(1)
 

@@ -21,8 +21,9 @@ reply without a verdict a failure) by an OpenAI-compatible endpoint set by the e
 (lmms-eval passes task functions nothing else): `EVR1_JUDGE_URL`, `EVR1_JUDGE_MODEL`, and the
 key, if any, in `EVR1_JUDGE_API_KEY`. A judged question without them is a ConfigError naming them
 (`evr1.eval.api.require_judge`, the check `evr1 eval run` makes), raised by `doc_to_messages` (the evr1
-models read every request's messages before generating) and by `process_results`. Routers are built once
-per benchmark, judge and problem type (`router`).
+models read every request's messages before generating) and by `process_results`, which also runs the
+benchmark's official judge step (`evr1.eval.official_judge`: MMVU, VideoReasonBench) for the official block.
+Routers are built once per benchmark, judge and problem type (`router`).
 """
 
 from __future__ import annotations
@@ -149,12 +150,14 @@ def response_of(results: Sequence[Any]) -> str:
 
 def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Score the response with the benchmark's router; the sample row under each metric key."""
+    from evr1.eval.official_judge import official_judged
     from evr1.eval.runner import sample_row, score_responses
 
     bench, record = benchmark_of(doc["evr1_benchmark"]), doc_record(doc)
     response = results[0] if results else ""
     scorer = router(bench.name, env_judge(), record.problem_type.value)
-    row = sample_row(bench, record, response, score_responses([record], [response], scorer)[0])
+    [judged] = official_judged(bench, [record], [response], scorer.spec.judge)
+    row = sample_row(bench, record, response, score_responses([record], [response], scorer)[0], judged)
     return {key: row for key in (bench.name, *named_metrics(bench, row))}
 
 

@@ -113,7 +113,7 @@ def tempcompass_process_results_captioning(doc: Doc, results: Sequence[Any]) -> 
     return tempcompass_metrics({**item, "score": float(item["rating"] == 1)})
 
 
-# -- MMVU: strict letters, evr1's judge (checked before generation), every item counted ----------
+# -- MMVU: evr1's scoring, the official judge step for the official block (judge checked before generation) -------
 
 
 def mmvu_doc_to_text(doc: Doc, lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> str:

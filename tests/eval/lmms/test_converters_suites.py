@@ -25,6 +25,8 @@ from evr1.eval.lmms.model import ScriptedChat
 from evr1.eval.lmms.tasks import Bound, bind
 from evr1.registry import BENCHMARKS
 
+from ..verdict_judge import running_verdict_judge, verdict_requests
+
 SUITES = ["mvbench", "tempcompass", "mmvu", "video_mmmu", "videomathqa", "vsibench", "charades_sta", "ovobench"]
 NO_JUDGE = [n for n in SUITES if n != "mmvu"]
 
@@ -208,26 +210,30 @@ def test_vsibench_direction_levels_keep_their_stock_prompt_and_score_as_one_task
     assert got["vsibench_overall,none"] == pytest.approx(100 * (1 + 0.6 + 0.5 + 2 / 3) / 4)
 
 
-def test_mmvu_open_ended_is_judged_by_evr1s_judge(bound: tuple[Path, list[Bound]], manager: Any, judge: Any) -> None:
+def test_mmvu_reports_the_official_judges_verdicts(bound: tuple[Path, list[Bound]], manager: Any) -> None:
+    """The lmms-eval path reports the official protocol: every MMVU item judged with the official prompt."""
     from lmms_eval.evaluator import simple_evaluate
 
     chat = ScriptedChat({"mmvu/mu1": "B", "mmvu/mu2": "combustion"})
-    judge.reply = "Incorrect."
-    os.environ.update(EVR1_JUDGE_URL=judge.url, EVR1_JUDGE_MODEL="judge")
-    try:
-        out = simple_evaluate(model=chat, tasks=["evr1_mmvu"], task_manager=manager, log_samples=True)
-    finally:
-        for key in ("EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL"):
-            os.environ.pop(key)
-    assert len(judge.requests) == 1  # the multiple-choice item is scored locally
-    assert out["results"]["evr1_mmvu"]["accuracy,none"] == pytest.approx((100 + 0) / 2)  # the judge: incorrect (0)
+    replies = {"B": '{"extracted_answer": "B", "correct": true}', "combustion": '{"extracted_answer": "x", "correct": false}'}
+    with running_verdict_judge(replies) as judge:
+        os.environ.update(EVR1_JUDGE_URL=judge.url, EVR1_JUDGE_MODEL="judge")
+        try:
+            out = simple_evaluate(model=chat, tasks=["evr1_mmvu"], task_manager=manager, log_samples=True)
+        finally:
+            for key in ("EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL"):
+                os.environ.pop(key)
+    official = [b for b in judge.requests if b not in verdict_requests(judge)]
+    assert len(official) == 2 and len(verdict_requests(judge)) == 1  # evr1's judge asks about the open-ended item only
+    assert out["results"]["evr1_mmvu"]["accuracy,none"] == pytest.approx((100 + 0) / 2)  # the official verdicts
 
 
 def test_mmvu_without_a_judge_fails_before_generation(manager: Any) -> None:
     from lmms_eval.evaluator import simple_evaluate
 
     chat = ScriptedChat({})
-    with pytest.raises(ConfigError, match="'mmvu' scores open_ended answers with an LLM judge: set EVR1_JUDGE_URL"):
+    with pytest.raises(ConfigError, match="'mmvu' has an official scorer that judges every answer with an LLM judge: set"
+                                          " EVR1_JUDGE_URL"):
         simple_evaluate(model=chat, tasks=["evr1_mmvu"], task_manager=manager)
     assert chat.asked == []
 

@@ -1,7 +1,10 @@
 """The learner: teacher-forced log-probs and policy-gradient updates on `Sample`s (pure torch, no Ray).
 
 `LogprobModel` scores responses under a model in token-budget micro-batches (old-policy and
-reference log-probs). Every log-prob, entropy and ratio is of the sampling distribution at the
+reference log-probs). Every pass (those and the update) computes each group's prompt, with its media,
+once per micro-batch and runs the group's responses on its KV cache (`evr1.models.grouped`; the
+loss backpropagates through the shared prompt); `TrainerSpec.grouped_forward=False` forwards each
+row whole instead, to the same numbers. Every log-prob, entropy and ratio is of the sampling distribution at the
 rollout temperature T (`RolloutSpec.temperature`, passed in as `temperature`):
 `log_softmax(logits / T)` over the whole vocabulary, without top-k/top-p (T = 0, greedy: T = 1; see
 `evr1.models.forward.temper`); so is the entropy (metric and bonus). Offline rows' behaviour
@@ -51,10 +54,18 @@ from evr1.algos.kl import KLController
 from evr1.errors import ConfigError
 from evr1.models import lora
 from evr1.models.forward import gather_logprobs, has_pixels, response_logits, vision_anchor
+from evr1.models.grouped import shared_prefix_logits
 from evr1.models.prompts import Prompt
 from evr1.registry import POLICY_LOSSES
 from evr1.runner import checkpoint, distributed
-from evr1.runner.batching import Sample, micro_batches, mini_batches, stack_rows
+from evr1.runner.batching import (
+    Sample,
+    micro_batches,
+    mini_batches,
+    prefix_micro_batches,
+    share_prompts,
+    stack_rows,
+)
 from evr1.runner.learner_stats import StepStats, Weights, merge_steps
 from evr1.runner.optim import build_optimizer
 from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
@@ -92,7 +103,9 @@ class LogprobModel:
     Used for the old policy (by the `Learner`) and as a reference model (`from_spec`, frozen).
     `temperature`: the one the responses were sampled at (`RolloutSpec.temperature`); log-probs are
     of `log_softmax(logits / temperature)`. `autocast`: the compute dtype (e.g. bfloat16 on a GPU),
-    None for the parameters' dtype.
+    None for the parameters' dtype. `grouped` (`TrainerSpec.grouped_forward`): each group's prompt is
+    computed once per micro-batch and its responses run on its KV cache (`evr1.models.grouped`,
+    micro-batches by `prefix_micro_batches`); off, every row is forwarded whole (`response_logits`).
     """
 
     def __init__(
@@ -103,6 +116,7 @@ class LogprobModel:
         temperature: float = 1.0,
         pad_id: int | None = None,
         autocast: torch.dtype | None = None,
+        grouped: bool = True,
     ) -> None:
         if temperature < 0:
             raise ConfigError(f"the sampling temperature must be >= 0, got {temperature}")
@@ -111,6 +125,7 @@ class LogprobModel:
         self.temperature = temperature
         self.pad_id = _pad_id(model) if pad_id is None else pad_id
         self.autocast = autocast
+        self.grouped = grouped
         self.distributed_passes = False  # FSDP: every worker must run the same number of forward passes
 
     @classmethod
@@ -128,7 +143,9 @@ class LogprobModel:
         device = torch.device(device) if device is not None else default_device()
         model = load_model(spec, device=device)
         model.requires_grad_(False)
-        return cls(model, micro_batch_tokens=trainer.micro_batch_tokens, temperature=temperature)
+        return cls(
+            model, micro_batch_tokens=trainer.micro_batch_tokens, temperature=temperature, grouped=trainer.grouped_forward
+        )
 
     @property
     def device(self) -> torch.device:
@@ -141,9 +158,18 @@ class LogprobModel:
 
     def _logits(self, samples: Sequence[Sample]) -> tuple[Tensor, Tensor, Tensor]:
         prompts = [s.prompt for s in samples]
+        responses = [s.response_ids for s in samples]
         with self._autocast():
-            responses = [s.response_ids for s in samples]
-            return response_logits(self.model, prompts, responses, self.pad_id, temperature=self.temperature)
+            if not self.grouped:
+                return response_logits(self.model, prompts, responses, self.pad_id, temperature=self.temperature)
+            distinct, owner, _ = share_prompts(prompts, [s.group_id for s in samples])
+            return shared_prefix_logits(
+                self.model, distinct, owner, responses, self.pad_id, temperature=self.temperature
+            )
+
+    def _micro_batches(self, samples: Sequence[Sample]) -> list[list[int]]:
+        split = prefix_micro_batches if self.grouped else micro_batches
+        return split(samples, self.micro_batch_tokens)
 
     def _pass_count(self, count: int) -> int:
         """Forward passes this worker runs: its own count, or the largest over workers under FSDP."""
@@ -161,7 +187,7 @@ class LogprobModel:
         training = self.model.training
         self.model.eval()
         out: list[Tensor] = [torch.zeros(0)] * len(samples)
-        batches = micro_batches(samples, self.micro_batch_tokens)
+        batches = self._micro_batches(samples)
         try:
             for k in range(self._pass_count(len(batches))):
                 if k >= len(batches):  # an FSDP worker with fewer batches joins the others' passes
@@ -216,6 +242,7 @@ class Learner(LogprobModel):
             temperature=temperature,
             pad_id=pad_id,
             autocast=autocast,
+            grouped=trainer.grouped_forward,
         )
         self.algo, self.optim_spec, self.trainer = algo, optim, trainer
         self.world_size = distributed.world_size()
@@ -297,6 +324,8 @@ class Learner(LogprobModel):
                 steps.append(self._optimizer_step([samples[i] for i in part], [old[i] for i in part]))
         metrics = merge_steps(steps)
         local = [float(len(samples)), sum(s.response_tokens for s in samples), sum(s.prompt_tokens for s in samples)]
+        if self.grouped:  # rows whose prompt differs from their group's: forwarded per-row
+            local.append(share_prompts([s.prompt for s in samples], [s.group_id for s in samples])[2])
         totals = distributed.all_reduce_sum(torch.tensor(local, dtype=torch.float64)).tolist()
         elapsed = time.perf_counter() - start
         metrics.update(
@@ -306,6 +335,8 @@ class Learner(LogprobModel):
             update_s=elapsed,
             tokens_per_s=(totals[1] + totals[2]) / max(elapsed, 1e-9),
         )
+        if self.grouped:
+            metrics["prompt_fallback_rows"] = totals[3]
         if self.kl is not None and "kl" in metrics:
             metrics["kl_coef"] = self.kl.update(metrics["kl"], int(totals[0]))
         return metrics
@@ -374,7 +405,7 @@ class Learner(LogprobModel):
     def _optimizer_step(self, samples: Sequence[Sample], old: Sequence[Tensor]) -> dict[str, float]:
         """One optimizer step on this worker's part of a mini-batch."""
         self.model.train()
-        rows = [self._rows(samples, idx, old) for idx in micro_batches(samples, self.micro_batch_tokens)]
+        rows = [self._rows(samples, idx, old) for idx in self._micro_batches(samples)]
         normaliser, media = self._normaliser(rows, has_pixels([s.prompt for s in samples]))
         vision = self.sharded and media  # FSDP: every pass reaches the tower, as some worker's does
         stats = StepStats()

@@ -310,7 +310,13 @@ class Learner(LogprobModel):
 
     # -- one training step ----------------------------------------------------------------
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """Train on this worker's shard of the step's samples; returns metrics of the global batch."""
+        """Train on this worker's shard of the step's samples; returns metrics of the global batch.
+
+        Besides the timings, one count describes the work rather than the batch: `prompt_fallback_rows`
+        (grouped forward only), the rows whose prompt differs from the first of their group on their
+        worker, forwarded with a prompt of their own (summed over workers; a group split over workers
+        counts on each).
+        """
         start = time.perf_counter()
         self._validate(samples)
         # offline rows never use old-policy log-probs; under FSDP every worker scores its whole shard

@@ -38,7 +38,7 @@ SCENARIOS = {
     "offline_rows": ("vvvvvv", [0, 1, 2], (3, 5)),
     "uneven": ("vvvvv", [0], ()),  # worker 0 has no sample in the second mini-batch: it joins with a dummy pass
 }
-TIMING = {"update_s", "tokens_per_s"}
+TIMING = {"update_s", "tokens_per_s", "prompt_fallback_rows"}  # and a count of per-shard work
 TIMEOUT_S = 240
 
 

@@ -2,7 +2,8 @@
 
 Groups of every kind in one batch: a video group with an offline row, an image group, a
 video+image group, a text-only group of one, and a group whose rows carry different prompts
-(forwarded per-row and counted). Budgets small enough to split a group by its responses.
+(forwarded per-row and counted). Budgets small enough to split a group by its responses. And the
+rollout/learner parity: the learner's grouped pass scores the HF engine's rollouts as the engine did.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from evr1.models import build_prompt
+from evr1.engines import SamplingParams
+from evr1.engines.hf import HFEngine
+from evr1.models import build_prompt, load_model
 from evr1.models.testing import process_image, process_video, random_frames
 from evr1.runner.batching import Sample, prefix_micro_batches
 from evr1.specs import AlgoSpec, KLSpec
@@ -92,3 +95,14 @@ def test_a_group_over_the_budget_is_split_by_responses_not_truncated(lspec, lpro
     for key in m_whole.keys() - TIMING:
         assert m_split[key] == pytest.approx(m_whole[key], rel=1e-5, abs=1e-6), key
     assert m_split["response_tokens"] == sum(s.response_tokens for s in samples)  # nothing truncated
+
+
+def test_the_grouped_pass_scores_hf_rollouts_as_the_engine_sampled_them(lspec, lprocessor) -> None:
+    learner = learner_for(lspec)
+    engine = HFEngine(load_model(lspec), lprocessor)
+    prompts = [_media_prompt(lprocessor, 7, True, False), _media_prompt(lprocessor, 8, False, True)]
+    results = engine.generate(prompts, SamplingParams(n=4, max_tokens=8, seed=0))
+    samples = [Sample(prompts[r.prompt_index], r.token_ids, torch.zeros(len(r.token_ids)), group_id=r.prompt_index)
+               for r in results]
+    for result, logprobs in zip(results, learner.compute_logprobs(samples)):
+        assert torch.allclose(logprobs, result.logprobs, atol=1e-4), (logprobs, result.logprobs)

@@ -607,7 +607,10 @@ class TrainerSpec(Spec):
 
     steps: PositiveInt = 100
     prompts_per_step: PositiveInt = 8
-    micro_batch_tokens: PositiveInt = 16384  # padded prompt + response tokens per forward pass
+    micro_batch_tokens: PositiveInt = 16384  # tokens computed per forward pass (a shared prompt counts once)
+    # Learner passes compute each group's prompt (with its media) once and its responses on its KV cache;
+    # False forwards every prompt + response row whole (same numbers, n times the prompt's compute).
+    grouped_forward: bool = True
     mini_batches: PositiveInt = 1  # optimizer steps per epoch over a step's batch (groups kept whole)
     epochs: PositiveInt = 1  # passes over a step's batch, against the same old-policy log-probs
     seed: int = 0

@@ -1,10 +1,14 @@
 """The learner's input (`Sample`) and how a worker's samples are cut into mini- and micro-batches.
 
-A micro-batch is what one forward/backward pass sees. Its cost is its padded size: rows times
-(longest prompt + longest response), prompt lengths counting the expanded media placeholders. Micro-batches
-are packed greedily from the longest sample down so that similar lengths share a batch (little
-padding) and no batch exceeds the token budget; a sample longer than the budget gets a batch of
-its own. Mini-batches (one optimizer step each) are chosen by `group_id`, so a global batch
+A micro-batch is what one forward/backward pass sees, and its cost is the tokens that pass computes,
+prompt lengths counting the expanded media placeholders. Per-row (`micro_batches`): rows times
+(longest prompt + longest response). Shared-prefix (`prefix_micro_batches`, for
+`evr1.models.grouped`): each distinct prompt once, padded to the longest, plus rows times the
+longest response. Micro-batches are packed greedily from the longest down so that similar lengths
+share a batch (little padding; for prompts also causal rather than masked attention where lengths
+are equal) and no batch exceeds the token budget; a sample longer than the budget gets a batch of
+its own, and a group whose prompt and responses exceed it is split by responses (its prompt
+computed again in each part), never truncated. Mini-batches (one optimizer step each) are chosen by `group_id`, so a global batch
 sharded over workers in any way splits into the same mini-batches on every worker.
 """
 
@@ -86,6 +90,90 @@ def micro_batches(samples: Sequence[Sample], budget: int) -> list[list[int]]:
         width_p, width_r = wp, wr
     if current:
         batches.append(current)
+    return batches
+
+
+def same_prompt(a: Prompt, b: Prompt) -> bool:
+    """Whether two prompts are the same tokens and the same media tensors."""
+    if a is b:
+        return True
+    if not torch.equal(a.input_ids, b.input_ids) or a.mm.keys() != b.mm.keys():
+        return False
+    return all(torch.equal(a.mm[k], b.mm[k]) for k in a.mm)
+
+
+def share_prompts(prompts: Sequence[Prompt], groups: Sequence[int]) -> tuple[list[Prompt], list[int], int]:
+    """The distinct prompts of rows grouped by `groups`, each row's index into them, and the fallback count.
+
+    A row shares its group's first prompt when it is the same (`same_prompt`); a row whose prompt
+    differs gets one of its own (computed per-row, as if alone) and is counted as a fallback.
+    """
+    distinct: list[Prompt] = []
+    owner: list[int] = []
+    first: dict[int, int] = {}
+    fallbacks = 0
+    for prompt, group in zip(prompts, groups):
+        index = first.get(group)
+        if index is not None and same_prompt(distinct[index], prompt):
+            owner.append(index)
+            continue
+        if index is None:
+            first[group] = len(distinct)
+        else:
+            fallbacks += 1
+        owner.append(len(distinct))
+        distinct.append(prompt)
+    return distinct, owner, fallbacks
+
+
+def prefix_cost(samples: Sequence[Sample]) -> int:
+    """Tokens a shared-prefix forward over `samples` computes: distinct prompts x the longest, plus
+    rows x the longest response."""
+    if not samples:
+        return 0
+    distinct, _, _ = share_prompts([s.prompt for s in samples], [s.group_id for s in samples])
+    return len(distinct) * max(len(p) for p in distinct) + len(samples) * max(s.response_tokens for s in samples)
+
+
+def _chunks(samples: Sequence[Sample], rows: list[int], budget: int) -> list[list[int]]:
+    """`rows` (sharing one prompt) cut, longest response first, into parts of prompt + k x longest <= budget."""
+    rows = sorted(rows, key=lambda i: (-samples[i].response_tokens, i))
+    prompt = samples[rows[0]].prompt_tokens
+    parts: list[list[int]] = []
+    for i in rows:
+        if parts and prompt + (len(parts[-1]) + 1) * samples[parts[-1][0]].response_tokens <= budget:
+            parts[-1].append(i)
+        else:
+            parts.append([i])
+    return parts
+
+
+def prefix_micro_batches(samples: Sequence[Sample], budget: int) -> list[list[int]]:
+    """Indices of `samples` grouped into micro-batches whose `prefix_cost` stays within `budget`.
+
+    Every index appears exactly once. Rows sharing a prompt (`share_prompts`) stay together unless
+    they exceed the budget (then they are split by responses); longest prompts first, so prompts of
+    one length share a batch. A part over the budget on its own (one row) gets a batch alone.
+    """
+    if budget <= 0:
+        raise ValueError(f"micro-batch token budget must be positive, got {budget}")
+    _, owner, _ = share_prompts([s.prompt for s in samples], [s.group_id for s in samples])
+    units: dict[int, list[int]] = {}
+    for i, o in enumerate(owner):
+        units.setdefault(o, []).append(i)
+    ordered = sorted(units.values(), key=lambda rows: (-samples[rows[0]].prompt_tokens, rows[0]))
+    batches: list[list[int]] = []
+    width_p = width_r = prompts = 0
+    for part in (p for rows in ordered for p in _chunks(samples, rows, budget)):
+        p, r = samples[part[0]].prompt_tokens, samples[part[0]].response_tokens
+        wp, wr = max(width_p, p), max(width_r, r)
+        if batches and (prompts + 1) * wp + (len(batches[-1]) + len(part)) * wr <= budget:
+            batches[-1] += part
+            prompts += 1
+        else:
+            batches.append(list(part))
+            wp, wr, prompts = p, r, 1
+        width_p, width_r = wp, wr
     return batches
 
 

@@ -1,7 +1,10 @@
 """The learner: teacher-forced log-probs and policy-gradient updates on `Sample`s (pure torch, no Ray).
 
 `LogprobModel` scores responses under a model in token-budget micro-batches (old-policy and
-reference log-probs). Every log-prob, entropy and ratio is of the sampling distribution at the
+reference log-probs). Every pass (those and the update) computes each group's prompt, with its media,
+once per micro-batch and runs the group's responses on its KV cache (`evr1.models.grouped`; the
+loss backpropagates through the shared prompt); `TrainerSpec.grouped_forward=False` forwards each
+row whole instead, to the same numbers. Every log-prob, entropy and ratio is of the sampling distribution at the
 rollout temperature T (`RolloutSpec.temperature`, passed in as `temperature`):
 `log_softmax(logits / T)` over the whole vocabulary, without top-k/top-p (T = 0, greedy: T = 1; see
 `evr1.models.forward.temper`); so is the entropy (metric and bonus). Offline rows' behaviour
@@ -24,8 +27,8 @@ gathers the parameters and each backward reduce-scatters the gradients of the pa
 reached, so every worker runs as many forward/backward passes as the busiest one (a worker with
 fewer joins with zero-weight passes on a blank one-token text sample), and when any worker's
 mini-batch has media, every media-less pass adds the zero-weight `vision_anchor` so that all
-reach the vision tower. The metrics are those of the global batch, as
-one worker would log them (`learner_stats`).
+reach the vision tower. Sharded learners forward per row (not grouped) for now. The metrics are
+those of the global batch, as one worker would log them (`learner_stats`).
 
 LoRA (`ModelSpec.lora`, replicated workers only): the frozen base stays in the spec's dtype and
 only the adapters (float32) are trained, all-reduced, clipped and stepped by AdamW. `weights()`
@@ -51,10 +54,18 @@ from evr1.algos.kl import KLController
 from evr1.errors import ConfigError
 from evr1.models import lora
 from evr1.models.forward import gather_logprobs, has_pixels, response_logits, vision_anchor
+from evr1.models.grouped import shared_prefix_logits
 from evr1.models.prompts import Prompt
 from evr1.registry import POLICY_LOSSES
 from evr1.runner import checkpoint, distributed
-from evr1.runner.batching import Sample, micro_batches, mini_batches, stack_rows
+from evr1.runner.batching import (
+    Sample,
+    micro_batches,
+    mini_batches,
+    prefix_micro_batches,
+    share_prompts,
+    stack_rows,
+)
 from evr1.runner.learner_stats import StepStats, Weights, merge_steps
 from evr1.runner.optim import build_optimizer
 from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
@@ -92,7 +103,9 @@ class LogprobModel:
     Used for the old policy (by the `Learner`) and as a reference model (`from_spec`, frozen).
     `temperature`: the one the responses were sampled at (`RolloutSpec.temperature`); log-probs are
     of `log_softmax(logits / temperature)`. `autocast`: the compute dtype (e.g. bfloat16 on a GPU),
-    None for the parameters' dtype.
+    None for the parameters' dtype. `grouped` (`TrainerSpec.grouped_forward`): each group's prompt is
+    computed once per micro-batch and its responses run on its KV cache (`evr1.models.grouped`,
+    micro-batches by `prefix_micro_batches`); off, every row is forwarded whole (`response_logits`).
     """
 
     def __init__(
@@ -103,6 +116,7 @@ class LogprobModel:
         temperature: float = 1.0,
         pad_id: int | None = None,
         autocast: torch.dtype | None = None,
+        grouped: bool = True,
     ) -> None:
         if temperature < 0:
             raise ConfigError(f"the sampling temperature must be >= 0, got {temperature}")
@@ -111,6 +125,7 @@ class LogprobModel:
         self.temperature = temperature
         self.pad_id = _pad_id(model) if pad_id is None else pad_id
         self.autocast = autocast
+        self.grouped = grouped
         self.distributed_passes = False  # FSDP: every worker must run the same number of forward passes
 
     @classmethod
@@ -128,7 +143,9 @@ class LogprobModel:
         device = torch.device(device) if device is not None else default_device()
         model = load_model(spec, device=device)
         model.requires_grad_(False)
-        return cls(model, micro_batch_tokens=trainer.micro_batch_tokens, temperature=temperature)
+        return cls(
+            model, micro_batch_tokens=trainer.micro_batch_tokens, temperature=temperature, grouped=trainer.grouped_forward
+        )
 
     @property
     def device(self) -> torch.device:
@@ -141,9 +158,18 @@ class LogprobModel:
 
     def _logits(self, samples: Sequence[Sample]) -> tuple[Tensor, Tensor, Tensor]:
         prompts = [s.prompt for s in samples]
+        responses = [s.response_ids for s in samples]
         with self._autocast():
-            responses = [s.response_ids for s in samples]
-            return response_logits(self.model, prompts, responses, self.pad_id, temperature=self.temperature)
+            if not self.grouped:
+                return response_logits(self.model, prompts, responses, self.pad_id, temperature=self.temperature)
+            distinct, owner, _ = share_prompts(prompts, [s.group_id for s in samples])
+            return shared_prefix_logits(
+                self.model, distinct, owner, responses, self.pad_id, temperature=self.temperature
+            )
+
+    def _micro_batches(self, samples: Sequence[Sample]) -> list[list[int]]:
+        split = prefix_micro_batches if self.grouped else micro_batches
+        return split(samples, self.micro_batch_tokens)
 
     def _pass_count(self, count: int) -> int:
         """Forward passes this worker runs: its own count, or the largest over workers under FSDP."""
@@ -161,7 +187,7 @@ class LogprobModel:
         training = self.model.training
         self.model.eval()
         out: list[Tensor] = [torch.zeros(0)] * len(samples)
-        batches = micro_batches(samples, self.micro_batch_tokens)
+        batches = self._micro_batches(samples)
         try:
             for k in range(self._pass_count(len(batches))):
                 if k >= len(batches):  # an FSDP worker with fewer batches joins the others' passes
@@ -216,11 +242,16 @@ class Learner(LogprobModel):
             temperature=temperature,
             pad_id=pad_id,
             autocast=autocast,
+            grouped=trainer.grouped_forward,
         )
         self.algo, self.optim_spec, self.trainer = algo, optim, trainer
         self.world_size = distributed.world_size()
         self.rank = torch.distributed.get_rank() if self.world_size > 1 else 0
         self.sharded = self.distributed_passes = sharded
+        # FSDP2 learners forward per row for now: sharded, the grouped forward (two forward calls per
+        # micro-batch, the prompt's layers reached again through its cache in the backward) matched one
+        # learner's loss and gradient norm but not its Qwen3-VL weights to within float noise.
+        self.grouped = self.grouped and not sharded
         self.loss_fn = POLICY_LOSSES.get(algo.policy_loss)
         self.kl_in_loss = algo.kl.enabled and not algo.kl.as_reward_penalty
         self.kl = KLController(algo.kl) if self.kl_in_loss else None
@@ -283,7 +314,13 @@ class Learner(LogprobModel):
 
     # -- one training step ----------------------------------------------------------------
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """Train on this worker's shard of the step's samples; returns metrics of the global batch."""
+        """Train on this worker's shard of the step's samples; returns metrics of the global batch.
+
+        Besides the timings, one count describes the work rather than the batch: `prompt_fallback_rows`
+        (grouped forward only), the rows whose prompt differs from the first of their group on their
+        worker, forwarded with a prompt of their own (summed over workers; a group split over workers
+        counts on each).
+        """
         start = time.perf_counter()
         self._validate(samples)
         # offline rows never use old-policy log-probs; under FSDP every worker scores its whole shard
@@ -297,6 +334,8 @@ class Learner(LogprobModel):
                 steps.append(self._optimizer_step([samples[i] for i in part], [old[i] for i in part]))
         metrics = merge_steps(steps)
         local = [float(len(samples)), sum(s.response_tokens for s in samples), sum(s.prompt_tokens for s in samples)]
+        if self.grouped:  # rows whose prompt differs from their group's: forwarded per-row
+            local.append(share_prompts([s.prompt for s in samples], [s.group_id for s in samples])[2])
         totals = distributed.all_reduce_sum(torch.tensor(local, dtype=torch.float64)).tolist()
         elapsed = time.perf_counter() - start
         metrics.update(
@@ -306,6 +345,8 @@ class Learner(LogprobModel):
             update_s=elapsed,
             tokens_per_s=(totals[1] + totals[2]) / max(elapsed, 1e-9),
         )
+        if self.grouped:
+            metrics["prompt_fallback_rows"] = totals[3]
         if self.kl is not None and "kl" in metrics:
             metrics["kl_coef"] = self.kl.update(metrics["kl"], int(totals[0]))
         return metrics
@@ -374,7 +415,7 @@ class Learner(LogprobModel):
     def _optimizer_step(self, samples: Sequence[Sample], old: Sequence[Tensor]) -> dict[str, float]:
         """One optimizer step on this worker's part of a mini-batch."""
         self.model.train()
-        rows = [self._rows(samples, idx, old) for idx in micro_batches(samples, self.micro_batch_tokens)]
+        rows = [self._rows(samples, idx, old) for idx in self._micro_batches(samples)]
         normaliser, media = self._normaliser(rows, has_pixels([s.prompt for s in samples]))
         vision = self.sharded and media  # FSDP: every pass reaches the tower, as some worker's does
         stats = StepStats()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pytest
 import torch
@@ -10,7 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evr1.models.prompts import Prompt
-from evr1.runner.batching import Sample, micro_batches, mini_batches, padded_cost, stack_rows
+from evr1.runner.batching import (
+    Sample,
+    micro_batches,
+    mini_batches,
+    padded_cost,
+    prefix_cost,
+    prefix_micro_batches,
+    share_prompts,
+    stack_rows,
+)
 
 
 def sample(prompt: int, response: int, group: int = 0) -> Sample:
@@ -52,6 +62,61 @@ def test_micro_batches_partition_within_budget(lengths, budget) -> None:
         assert batch and (len(batch) == 1 or padded_cost([samples[i] for i in batch]) <= budget)
 
 
+def group(prompt: int, responses: Sequence[int], group_id: int, fill: int = 0) -> list[Sample]:
+    """Rows of one group sharing one prompt of `prompt` tokens (the same object)."""
+    shared = Prompt(torch.full((prompt,), fill, dtype=torch.long))
+    return [Sample(shared, torch.zeros(r, dtype=torch.long), torch.zeros(r), group_id=group_id) for r in responses]
+
+
+@pytest.mark.parametrize(
+    ("groups", "budget", "expected"),
+    [
+        ([(100, (5, 5, 5))], 115, [[0, 1, 2]]),  # the prompt once: 100 + 3 x 5
+        ([(100, (5, 5, 5))], 114, [[0, 1], [2]]),  # split by responses, the prompt in each part
+        ([(100, (3, 9, 5, 7))], 118, [[1, 3], [2, 0]]),  # longest responses first: 100 + 2 x 9, 100 + 2 x 5
+        ([(100, (50,)), (100, (1,))], 10, [[0], [1]]),  # over the budget: alone, never truncated
+        ([(10, (2, 2)), (40, (4,)), (10, (3,))], 70, [[2], [0, 1, 3]]),  # longest prompt first; 2 x 10 + 3 x 3
+        ([(10, (2, 2)), (40, (4,)), (10, (3,))], 120, [[2, 0, 1], [3]]),  # 2 x 40 + 3 x 4; a third: 136
+    ],
+)
+def test_prefix_micro_batch_table(groups, budget, expected) -> None:
+    samples = [s for g, (p, rs) in enumerate(groups) for s in group(p, rs, g)]
+    assert prefix_micro_batches(samples, budget) == expected
+
+
+def test_prefix_cost_counts_each_distinct_prompt_once() -> None:
+    rows = group(100, (5, 8, 2), 0) + group(40, (3,), 1)
+    assert prefix_cost(rows) == 2 * 100 + 4 * 8
+    assert padded_cost(rows) == 4 * (100 + 8)
+    assert prefix_cost([]) == 0
+
+
+def test_share_prompts_by_group_and_content() -> None:
+    a, b = group(3, (1, 1), 0), group(3, (1,), 1)  # equal prompts, different groups: not shared
+    twin = Sample(Prompt(torch.zeros(3, dtype=torch.long)), torch.zeros(1, dtype=torch.long), torch.zeros(1))
+    other = group(3, (1,), 0, fill=7)[0]  # group 0, a different prompt: a fallback
+    video = {"pixel_values_videos": torch.ones(4, 2), "video_grid_thw": torch.tensor([[1, 2, 2]])}
+    with_media = Sample(Prompt(torch.zeros(3, dtype=torch.long), video), torch.zeros(1, dtype=torch.long),
+                        torch.zeros(1))
+    rows = [*a, *b, twin, other, with_media]
+    distinct, owner, fallbacks = share_prompts([r.prompt for r in rows], [r.group_id for r in rows])
+    assert owner == [0, 0, 1, 0, 2, 3]  # an equal copy shares; other tokens, or media, do not
+    assert len(distinct) == 4 and distinct[0] is a[0].prompt and fallbacks == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 60), st.lists(st.integers(0, 20), min_size=1, max_size=6)), max_size=8),
+    st.integers(1, 300),
+)
+def test_prefix_micro_batches_partition_within_budget(groups, budget) -> None:
+    samples = [s for g, (p, rs) in enumerate(groups) for s in group(p, rs, g)]
+    batches = prefix_micro_batches(samples, budget)
+    assert sorted(i for b in batches for i in b) == list(range(len(samples)))
+    for batch in batches:
+        assert batch and (len(batch) == 1 or prefix_cost([samples[i] for i in batch]) <= budget)
+
+
 def test_mini_batches_follow_group_ids_on_any_shard() -> None:
     samples = [sample(3, 2, group=g) for g in (0, 0, 1, 1, 2, 2, 5)]
     assert mini_batches(samples, 1) == [list(range(7))]
@@ -62,6 +127,8 @@ def test_mini_batches_follow_group_ids_on_any_shard() -> None:
         mini_batches(samples, 0)
     with pytest.raises(ValueError):
         micro_batches(samples, 0)
+    with pytest.raises(ValueError):
+        prefix_micro_batches(samples, 0)
 
 
 def test_stack_rows_pads_and_marks_missing_rows_unknown() -> None:

@@ -47,7 +47,7 @@ def test_two_workers_match_one_worker_on_the_whole_batch(scenario, two_workers, 
     for result in results:
         metrics = result["metrics"]
         assert metrics.keys() == expected.keys()
-        for key in expected.keys() - {"update_s", "tokens_per_s"}:  # every metric but timings, per-token ones included
+        for key in expected.keys() - {"update_s", "tokens_per_s", "prompt_fallback_rows"}:  # all but per-shard counts
             assert metrics[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-6), key
         for name, value in result["params"].items():
             assert torch.allclose(value, want[name], atol=STEP_ATOL), name

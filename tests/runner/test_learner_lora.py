@@ -34,7 +34,7 @@ from .learner_fixtures import (  # noqa: F401
 )
 
 LORA = LoraSpec(rank=4, alpha=8.0)
-TIMING = ("update_s", "tokens_per_s")
+TIMING = ("update_s", "tokens_per_s", "prompt_fallback_rows")  # and a count of per-shard work
 
 
 def lora_learner(

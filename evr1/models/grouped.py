@@ -1,0 +1,134 @@
+"""The shared-prefix forward: each distinct prompt (with its media) once, its responses on its KV cache.
+
+`shared_prefix_logits` gives what `forward.response_logits` gives for the same rows (same logits
+to float rounding, same layout `(B, R, V)`), at the cost of each distinct prompt once instead of
+once per row. Two forward calls:
+
+1. the distinct prompts, left-padded, with their media and explicit M-RoPE positions
+   (`rope_positions`, so the model's stateful rope deltas are never read), keeping each layer's
+   keys and values (with grad when enabled) and the logits of each prompt's last position, which
+   predict the first response token;
+2. every row's response tokens but its last, on its prompt's keys and values (gathered per row,
+   not recomputed), at positions continuing the prompt's (those `decode_positions` gives the rollout
+   engine, one per token).
+
+The caches are passed with `use_cache=False`: the model uses a cache it is given either way and
+makes none of its own. HF's gradient checkpointing drops any cache a checkpointed layer is given in
+training, since a cache written in the forward would be written again by the backward's recompute.
+The caches here are never mutated by a recompute: the prompt pass records each layer's states on
+its first call only, and the response pass reads a fixed prefix and stores nothing. So the
+decoder layers are allowed their cache for the two calls (`_can_checkpoint_with_cache`), and the
+loss reaches the prompt's layers through the recorded states (non-reentrant checkpointing, the
+one `load_model` enables, recomputes them in the backward).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from transformers.cache_utils import Cache, DynamicLayer
+from transformers.modeling_layers import GradientCheckpointingLayer
+
+from evr1.models.forward import collate, rope_positions, temper
+from evr1.models.prompts import Prompt
+
+
+class _Recorder(DynamicLayer):
+    """The prompt pass: remembers the layer's first keys/values and returns whatever it is given."""
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if not self.is_initialized:  # later calls are checkpoint recomputes of the same states
+            self.dtype, self.device = key_states.dtype, key_states.device
+            self.keys, self.values = key_states, value_states
+            self.is_initialized = True
+        return key_states, value_states
+
+
+class _Prefix(DynamicLayer):
+    """The response pass: a fixed prefix in front of the new states; stores nothing."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        super().__init__()
+        self.dtype, self.device = keys.dtype, keys.device
+        self.keys, self.values = keys, values
+        self.is_initialized = True
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        return torch.cat([self.keys, key_states], dim=-2), torch.cat([self.values, value_states], dim=-2)
+
+
+@contextmanager
+def _cache_under_checkpointing(model: Any) -> Iterator[None]:
+    """Let the checkpointed layers of `model` keep the (recompute-safe) caches above for the block."""
+    layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    saved = [m.__dict__.get("_can_checkpoint_with_cache") for m in layers]
+    for m in layers:
+        m._can_checkpoint_with_cache = True
+    try:
+        yield
+    finally:
+        for m, value in zip(layers, saved):
+            if value is None:
+                del m._can_checkpoint_with_cache
+            else:
+                m._can_checkpoint_with_cache = value
+
+
+def shared_prefix_logits(
+    model: Any,
+    prompts: Sequence[Prompt],
+    owner: Sequence[int],
+    responses: Sequence[Sequence[int] | torch.Tensor],
+    pad_id: int,
+    *,
+    temperature: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Tempered logits `(B, R, V)` predicting each token of `responses[b]` after `prompts[owner[b]]`,
+    the targets `(B, R)` and their mask `(B, R)`, as `response_logits` gives for the same rows.
+
+    `prompts` are the distinct prompts; `owner[b]` is the index of row b's prompt. Always two forward
+    calls (FSDP workers must run the same number), even when every response has one token.
+    """
+    if len(owner) != len(responses):
+        raise ValueError(f"{len(owner)} owners but {len(responses)} responses")
+    device = next(model.parameters()).device
+    resp = [torch.as_tensor(r, dtype=torch.long).reshape(-1) for r in responses]
+    lengths = torch.tensor([len(r) for r in resp], device=device)
+    width = int(lengths.max()) if resp else 0
+    targets = torch.full((len(resp), width), pad_id, dtype=torch.long)
+    for b, r in enumerate(resp):
+        targets[b, : len(r)] = r
+    targets = targets.to(device)
+    mask = torch.arange(width, device=device)[None, :] < lengths[:, None]
+    if width == 0:
+        return torch.zeros(len(resp), 0, model.config.get_text_config().vocab_size, device=device), targets, mask
+    rows = torch.as_tensor(list(owner), dtype=torch.long, device=device)
+    batch = collate(prompts, pad_id, model.config).to(device)
+    positions, deltas = rope_positions(model, batch)
+    layers = model.config.get_text_config().num_hidden_layers
+    recorded = Cache(layers=[_Recorder() for _ in range(layers)])
+    with _cache_under_checkpointing(model):
+        first = model(**batch.model_inputs(model.dtype), position_ids=positions, past_key_values=recorded,
+                      use_cache=False, logits_to_keep=1).logits[:, -1]
+        prefix = Cache(layers=[_Prefix(r.keys.index_select(0, rows), r.values.index_select(0, rows))
+                               for r in recorded.layers])
+        steps = max(width - 1, 1)  # a one-token response still runs the second call, on a masked pad
+        ids = targets[:, :steps] if width > 1 else torch.full((len(resp), 1), pad_id, device=device)
+        step = torch.arange(steps, device=device)
+        valid = step[None, :] < (lengths[:, None] - 1)
+        n_valid = batch.attention_mask.sum(-1)[rows]
+        text = n_valid[:, None] + step[None, :]
+        positions = torch.cat([text[None], (text + deltas[rows]).expand(3, -1, -1)])
+        rest = model(
+            input_ids=ids,
+            attention_mask=torch.cat([batch.attention_mask[rows], valid.to(batch.attention_mask.dtype)], dim=1),
+            position_ids=positions,
+            past_key_values=prefix,
+            use_cache=False,
+        ).logits
+    logits = torch.cat([first[rows][:, None], rest[:, : width - 1]], dim=1)
+    return temper(logits, temperature), targets, mask
+

@@ -33,7 +33,7 @@ def _in_registry(registry: str):
     return AfterValidator(check)
 
 
-def RegistryName(registry: str):  # noqa: N802 - reads like a type in annotations
+def RegistryName(registry: str):
     """A `str` field that must name a component of `registry` (checked at validation)."""
     return Annotated[str, _in_registry(registry)]
 

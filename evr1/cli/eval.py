@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -54,23 +54,23 @@ def run_note(run: Path, spec: EvalSpec) -> str:
 
 @app.command()
 def run(
-    target: Annotated[Optional[str], typer.Argument(metavar="TARGET", help="A model (registered name or HF checkpoint directory), a training run (its directory or final_model/: evaluated at the run's eval settings) or an experiment; not with --responses.")] = None,
-    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated benchmark names (default: the experiment's).")] = None,
-    data_root: Annotated[Optional[Path], typer.Option(help="Folder holding the benchmark folders.")] = None,
+    target: Annotated[str | None, typer.Argument(metavar="TARGET", help="A model (registered name or HF checkpoint directory), a training run (its directory or final_model/: evaluated at the run's eval settings) or an experiment; not with --responses.")] = None,
+    benchmarks: Annotated[str | None, typer.Option(help="Comma-separated benchmark names (default: the experiment's).")] = None,
+    data_root: Annotated[Path | None, typer.Option(help="Folder holding the benchmark folders.")] = None,
     out: Annotated[Path, typer.Option(help="Output directory (rerun to resume; failed samples are retried).")] = Path("runs/eval"),
-    responses: Annotated[Optional[Path], typer.Option(help="Score these responses (JSONL of {id: '<benchmark>/<id>', response}) instead of generating.")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="Keep the first N items of each benchmark.")] = None,
-    fps: Annotated[Optional[float], typer.Option(help="Frames per second sampled from videos.")] = None,
-    max_frames: Annotated[Optional[int], typer.Option(help="Most frames per video.")] = None,
-    min_pixels: Annotated[Optional[int], typer.Option(help="Fewest pixels per frame.")] = None,
-    max_pixels: Annotated[Optional[int], typer.Option(help="Most pixels per frame.")] = None,
-    image_min_pixels: Annotated[Optional[int], typer.Option(help="Fewest pixels per image.")] = None,
-    image_max_pixels: Annotated[Optional[int], typer.Option(help="Most pixels per image.")] = None,
-    prompt_mode: Annotated[Optional[str], typer.Option(help="direct | reason")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(help="Most response tokens.")] = None,
-    batch_size: Annotated[Optional[int], typer.Option(help="Samples generated together.")] = None,
-    judge_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint of the LLM judge (open-ended answers).")] = None,
-    judge_model: Annotated[Optional[str], typer.Option(help="Model name of the LLM judge.")] = None,
+    responses: Annotated[Path | None, typer.Option(help="Score these responses (JSONL of {id: '<benchmark>/<id>', response}) instead of generating.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Keep the first N items of each benchmark.")] = None,
+    fps: Annotated[float | None, typer.Option(help="Frames per second sampled from videos.")] = None,
+    max_frames: Annotated[int | None, typer.Option(help="Most frames per video.")] = None,
+    min_pixels: Annotated[int | None, typer.Option(help="Fewest pixels per frame.")] = None,
+    max_pixels: Annotated[int | None, typer.Option(help="Most pixels per frame.")] = None,
+    image_min_pixels: Annotated[int | None, typer.Option(help="Fewest pixels per image.")] = None,
+    image_max_pixels: Annotated[int | None, typer.Option(help="Most pixels per image.")] = None,
+    prompt_mode: Annotated[str | None, typer.Option(help="direct | reason")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Most response tokens.")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Samples generated together.")] = None,
+    judge_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint of the LLM judge (open-ended answers).")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Model name of the LLM judge.")] = None,
     protocol: Annotated[str | None, typer.Option(help="Headline protocol: official (the benchmark authors' scorer; default) or strict (evr1's rules). Both are always computed.")] = None,
     engine: Annotated[str, typer.Option(help="Rollout engine.")] = "hf",
     device: Annotated[str, typer.Option(help="Device of the HF engine.")] = "cpu",
@@ -138,7 +138,7 @@ def compare(
 @app.command()
 def fixtures(
     out: Annotated[Path, typer.Option(help="Where to write the tiny benchmark copies.")],
-    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated names (default: all 22).")] = None,
+    benchmarks: Annotated[str | None, typer.Option(help="Comma-separated names (default: all 22).")] = None,
 ) -> None:
     """Write tiny fixtures of the benchmarks (official annotation formats, generated videos)."""
     from evr1.eval.fixtures import write_fixtures
@@ -151,8 +151,8 @@ def fixtures(
 def lmms_tasks(
     data_root: Annotated[Path, typer.Option(help="Folder holding the benchmark folders.")],
     out: Annotated[Path, typer.Option(help="Where to write the bound task folders (pass it to lmms-eval --include_path).")],
-    benchmarks: Annotated[Optional[str], typer.Option(help="Comma-separated names (default: every benchmark whose annotations are under --data-root).")] = None,
-    evals: Annotated[Optional[Path], typer.Option(help="Task templates (default: the repository's evals/).")] = None,
+    benchmarks: Annotated[str | None, typer.Option(help="Comma-separated names (default: every benchmark whose annotations are under --data-root).")] = None,
+    evals: Annotated[Path | None, typer.Option(help="Task templates (default: the repository's evals/).")] = None,
 ) -> None:
     """Bind the lmms-eval task folders of evals/ to local data; prints the task names for --tasks."""
     from evr1.eval.lmms.tasks import bind, present

@@ -81,13 +81,17 @@ def test_byte_level_tokenizer_round_trips_any_text(processor) -> None:
     [
         (
             "qwen2-vl",
-            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
-            "<|vision_start|><|video_pad|><|vision_end|>Why?<|im_end|>\n<|im_start|>assistant\n",
+            (
+                "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+                "<|vision_start|><|video_pad|><|vision_end|>Why?<|im_end|>\n<|im_start|>assistant\n"
+            ),
         ),
         (
             "qwen2.5-vl",
-            "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
-            "<|vision_start|><|video_pad|><|vision_end|>Why?<|im_end|>\n<|im_start|>assistant\n",
+            (
+                "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+                "<|vision_start|><|video_pad|><|vision_end|>Why?<|im_end|>\n<|im_start|>assistant\n"
+            ),
         ),
         (
             "qwen3-vl",

@@ -55,7 +55,7 @@ def test_all_22_benchmarks_through_lmms_eval(bench_root: Path, tmp_path: Path, l
     assert done.returncode == 0, done.stderr
     tasks = re.search(r"--tasks (\S+)$", done.stdout.strip()).group(1).split(",")
     assert sorted(tasks) == sorted(f"evr1_{name}" for name in BENCHMARKS.names())  # one top-level name each
-    documents = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+): .* — (\d+) documents", done.stdout, re.M)}
+    documents = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+): .* — (\d+) documents", done.stdout, re.MULTILINE)}
     assert sorted(documents) == sorted(BENCHMARKS.names())
 
     judge.reply = "incorrect"  # a verdict for every judged answer of the random-init model

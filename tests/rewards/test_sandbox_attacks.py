@@ -50,9 +50,10 @@ def _batch(attack: str, escape: str | None, spec: RewardSpec = SPEC, answer: dic
     ref = answer or {"language": "python", "tests": tests}
     inputs = [make(f"<answer>```python\n{attack}\n```</answer>", ref, "code", sample_id="attack")]
     inputs += [make(f"<answer>```python\n{HONEST}\n```</answer>", F_ONLY, "code", sample_id=f"honest{i}") for i in range(2)]
+    before = set(_descendants())  # other tests' long-lived helpers (reward worker pools) in this process
     scores = code_reward.score(inputs, spec)
     assert scores[1:] == [1.0, 1.0]
-    assert [pid for pid in _descendants() if pid != keep] == []  # `keep`: a process of the test's own
+    assert [pid for pid in _descendants() if pid != keep and pid not in before] == []  # `keep`: the test's own
     return scores
 
 

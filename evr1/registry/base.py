@@ -217,6 +217,14 @@ def _dist(ep: metadata.EntryPoint) -> str:
     return ep.dist.name if ep.dist is not None else "?"
 
 
+def _registering_module() -> str | None:
+    """The module whose code called `register` (the first frame outside this module)."""
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return frame.f_globals.get("__name__") if frame is not None else None
+
+
 def _module_of(obj: Any) -> str:
     module = getattr(obj, "__module__", None) or type(obj).__module__
     return module or "?"
@@ -282,7 +290,8 @@ class Registry(Generic[T]):
                         " pass override=True to replace it"
                     )
             self._entries[name] = obj
-            self._origins.setdefault(name, "builtin" if self._loading else "runtime")
+            builtin = self._loading or _registering_module() in self._builtin_modules  # whatever imported it first
+            self._origins.setdefault(name, "builtin" if builtin else "runtime")
             self._pending.pop(name, None)
             for alias in aliases:
                 self._aliases[alias] = name

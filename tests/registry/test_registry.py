@@ -144,3 +144,15 @@ def test_builtin_modules_are_imported_lazily_and_marked_builtin(tmp_path, monkey
     assert probe_registry.REG.names() == ["probe/x"]  # first lookup imports the built-ins
     assert "probe_builtins" in sys.modules
     assert probe_registry.REG.describe("probe/x").origin == "builtin"
+
+
+def test_a_builtin_imported_before_its_registry_loads_is_still_builtin() -> None:
+    """Origin does not depend on import order (a test importing every evr1 module made the tiny models 'runtime')."""
+    import subprocess
+    import sys
+
+    code = ("import evr1.models.builtin\nfrom evr1.registry import MODELS\n"
+            "print(MODELS.describe('tiny-qwen2-vl').origin)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "builtin"

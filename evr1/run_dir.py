@@ -170,6 +170,15 @@ def log_event(run_dir: Path, event: str, **details: Any) -> None:
     info.setdefault("history", []).append({"time": _now(), "event": event, **details})
     if event in ("created", "running", "interrupted", "failed", "finished"):
         info["status"] = event
+    _write_info(run_dir, info)
+
+
+def record_info(run_dir: Path, **fields: Any) -> None:
+    """Set top-level fields of `run.json` (e.g. `cluster`: where the latest start placed its workers)."""
+    _write_info(run_dir, {**read_info(run_dir), **fields})
+
+
+def _write_info(run_dir: Path, info: dict[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=f"{RUN_FILE}.", suffix=".tmp")  # a name of its own: writers never share one
     with os.fdopen(fd, "w") as out:
         out.write(json.dumps(info, indent=2) + "\n")

@@ -33,7 +33,7 @@ from evr1.run_dir import (
     TRAINER_STATE,
     interrupted_message,
     latest_checkpoint,
-    log_event,
+    record_info,
     resume_message,
 )
 from evr1.runner.cluster import cluster_address_label, ray_session
@@ -182,7 +182,7 @@ class Trainer:
         nodes = cluster_nodes()
         print(f"cluster: {len(nodes)} node(s), address {cluster_address_label(res)}; placement {res.placement}: "
               + ", ".join(f"{role} on {w['ip']}" for role, w in self.placed.items()))
-        log_event(self.run_dir, "placed", nodes=nodes, actors=self.placed)
+        record_info(self.run_dir, cluster={"nodes": nodes, "actors": self.placed})
 
     def check_storage(self, workers: Mapping[str, Any], exp: Experiment, roots: Any, source: Any) -> None:
         """Every worker sees the run's files and writes the run directory where the driver reads it; else refuse."""

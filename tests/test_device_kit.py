@@ -34,6 +34,7 @@ OFF_THE_PATH = {
     "math_verify": "the math reward",
     "nltk": "the open-ended reward's stemmer",
     "rouge_score": "the open-ended reward",
+    "torchcodec": "the optional 'torchcodec' decode backend",
 }
 # The machine's interpreter, for environment markers in requirements.
 DEVICE_ENV = default_environment() | {"python_version": "3.12", "python_full_version": "3.12.3",

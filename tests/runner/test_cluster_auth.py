@@ -6,29 +6,22 @@ The head and the drivers get a HOME of their own, so the token lives in the test
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from .ray_nodes import RAY, free_port, stop_node
+
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
-RAY = str(Path(sys.executable).parent / "ray")
 ATTACH = (
     "from evr1.runner.cluster import ray_session\nfrom evr1.specs import ResourcesSpec\nimport ray\n"
     "with ray_session(ResourcesSpec(ray_address={address!r})):\n    print('CPUs', int(ray.cluster_resources()['CPU']))\n"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _listening(port: int) -> bool:
@@ -45,7 +38,7 @@ def token_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     home = tmp_path_factory.mktemp("home")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": str(home)}
     subprocess.run([RAY, "get-auth-token", "--generate"], env=env, check=True, capture_output=True, timeout=120)
-    port = _free_port()
+    port = free_port()
     head = subprocess.Popen(
         [RAY, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
          "--disable-usage-stats", "--block"],
@@ -59,12 +52,7 @@ def token_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
             time.sleep(0.5)
         yield f"{NODE_IP}:{port}", env
     finally:
-        os.killpg(head.pid, signal.SIGTERM)  # ray start --block stops the node's processes when it ends
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-            head.wait()
+        stop_node(head)
 
 
 def test_without_ray_auth_mode_the_refusal_names_the_token_settings(token_cluster) -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,17 +18,12 @@ import pytest
 
 from evr1.runner.metrics import read_metrics
 
+from .ray_nodes import free_port, stop_node
 from .test_train import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _answers(url: str) -> bool:
@@ -49,9 +42,9 @@ def job_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     pytest.importorskip("ray.dashboard.modules.job.sdk", reason="the job server needs evr1[cluster] (ray[default])")
     home = tmp_path_factory.mktemp("jobhome")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": str(home)}
-    dashboard = _free_port()
+    dashboard = free_port()
     head = subprocess.Popen(
-        [str(BIN / "ray"), "start", "--head", f"--port={_free_port()}", "--num-cpus=2", "--include-dashboard=true",
+        [str(BIN / "ray"), "start", "--head", f"--port={free_port()}", "--num-cpus=2", "--include-dashboard=true",
          "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--disable-usage-stats", "--block"],
         env=env, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
@@ -63,12 +56,7 @@ def job_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
             time.sleep(1)
         yield url, env
     finally:
-        os.killpg(head.pid, signal.SIGTERM)  # ray start --block stops the node's processes when it ends
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-            head.wait()
+        stop_node(head)
 
 
 def submit(url: str, env: dict[str, str], project: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -8,10 +8,8 @@ connects from the namespace.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -24,12 +22,12 @@ import pytest
 
 from evr1.runner.metrics import read_metrics
 
+from .ray_nodes import RAY, free_port, start_node, stop_node
 from .test_cluster_runs import QUICKSTART, cluster_settings, placed
 from .test_train import run
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
-RAY = str(Path(sys.executable).parent / "ray")
 _A, _B = uuid.uuid4().int % 256, 4 * (uuid.uuid4().int % 64)  # a /30 of the test's own, on the veth pair only
 HOST_IP, NS_IP = f"10.213.{_A}.{_B + 1}", f"10.213.{_A}.{_B + 2}"
 
@@ -44,27 +42,6 @@ def _can_make_namespaces() -> str | None:
 
 def _sh(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True, timeout=60)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST_IP, 0))
-        return int(sock.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)  # ray start --block stops its node's processes when it ends
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-def _start_node(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
-    with (cwd / "ray_start.log").open("w") as log:
-        return subprocess.Popen(command, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _logs(folders: list[Path]) -> str:
@@ -109,21 +86,21 @@ def netns_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             _sh("ip", "netns", "exec", ns, *command)
         home = tmp_path_factory.mktemp("netns-home")  # no auth token: Ray's auth stays off
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": str(home)}
-        port = _free_port()
+        port = free_port(HOST_IP)
         address = f"{HOST_IP}:{port}"
         common = ["--num-cpus=1", "--disable-usage-stats", "--block", f"--object-store-memory={80 * 2**20}"]
         folders = [tmp_path_factory.mktemp("head"), tmp_path_factory.mktemp("ns-node")]
-        procs.append(_start_node([RAY, "start", "--head", f"--port={port}", f"--node-ip-address={HOST_IP}",
+        procs.append(start_node([RAY, "start", "--head", f"--port={port}", f"--node-ip-address={HOST_IP}",
                                   "--include-dashboard=false", *common],
                                  env, folders[0]))  # fmt: skip
         _wait(lambda: _listening(HOST_IP, port), procs, folders, "the head node")
-        procs.append(_start_node(["ip", "netns", "exec", ns, RAY, "start", f"--address={address}",
+        procs.append(start_node(["ip", "netns", "exec", ns, RAY, "start", f"--address={address}",
                                   f"--node-ip-address={NS_IP}", *common], env, folders[1]))  # fmt: skip
         _wait(lambda: _nodes_alive(address, env) == 2, procs, folders, "the node in the namespace")
         yield address
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop_node(proc)
         subprocess.run(["ip", "link", "del", host_link], capture_output=True, check=False)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 

@@ -6,10 +6,8 @@ node without the shared file system would see it); the head node has no CPUs, so
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,34 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from .ray_nodes import RAY, free_port, start_node, stop_node
 from .test_cluster_runs import QUICKSTART, cluster_settings
 from .test_train import run
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
-RAY = str(Path(sys.executable).parent / "ray")
 NODE_IP = socket.gethostbyname(socket.gethostname())
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _start(command: list[str], env: dict[str, str], folder: Path) -> subprocess.Popen:
-    with (folder / "ray_start.log").open("w") as log:
-        return subprocess.Popen(command, env=env, cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)  # ray start --block stops its node's processes when it ends
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def _cpus(address: str, env: dict[str, str]) -> int:
@@ -64,13 +41,13 @@ def blind_cluster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     (driver / "data").mkdir(parents=True)
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": str(home)}  # no auth token
-    port = _free_port()
+    port = free_port()
     address = f"{NODE_IP}:{port}"
     common = ["--disable-usage-stats", "--block", f"--object-store-memory={80 * 2**20}"]
     folders = [tmp_path / "head", tmp_path / "worker"]
     for folder in folders:
         folder.mkdir()
-    procs = [_start([RAY, "start", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false", *common],
+    procs = [start_node([RAY, "start", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false", *common],
                     env, folders[0])]  # fmt: skip
     try:
         hide = f"mount -t tmpfs evr1-hidden {driver / 'data'} && exec {RAY} start --address={address} --num-cpus=2 " + " ".join(common)
@@ -78,17 +55,17 @@ def blind_cluster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         while _cpus(address, env) < 0:  # the head answers
             assert procs[0].poll() is None and time.time() < deadline, (folders[0] / "ray_start.log").read_text()[-2000:]
             time.sleep(1)
-        procs.append(_start(["unshare", "-m", "--propagation", "private", "sh", "-c", hide], env, folders[1]))
+        procs.append(start_node(["unshare", "-m", "--propagation", "private", "sh", "-c", hide], env, folders[1]))
         while _cpus(address, env) < 2:
             assert procs[1].poll() is None and time.time() < deadline, (folders[1] / "ray_start.log").read_text()[-2000:]
             time.sleep(1)
         yield address, driver
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop_node(proc)
 
 
-def test_a_node_that_cannot_see_the_data_is_refused_at_start(blind_cluster, tmp_path: Path) -> None:
+def test_a_node_that_cannot_see_the_data_is_refused_atstart_node(blind_cluster, tmp_path: Path) -> None:
     address, driver = blind_cluster
     settings = cluster_settings(address, tmp_path / "models", **{"resources.learner_workers": "1",
                                                                 "resources.placement": "'pack'"})  # fmt: skip

@@ -461,17 +461,33 @@ class OffPolicySpec(Spec):
     term of every offline row. `in_baseline`: offline rewards count in the group baseline
     (otherwise the baseline, the mean, is over online rows only and offline rows are scored against
     it; the std scale stays over every row of the group, so advantages stay bounded).
+
+    Stale online rows (sampled by weights `staleness > 0` versions old: pipelined rollouts) are
+    trained with decoupled PPO (`evr1.algos.offpolicy`): the loss clips pi/pi_prox, pi_prox the
+    learner's recomputed old log-probs, and with `behaviour_weight` multiplies each token's term by
+    the detached w = min(pi_prox/mu, `behaviour_weight_cap`), mu the rollout's log-prob (w = 1
+    where mu is unknown). `behaviour_weight=False` trains them as if sampled by pi_prox. The cap
+    bounds a token's weight at cap times its on-policy one (default 2), so a token the old policy
+    sampled at a probability far below today's cannot dominate the step (bounded variance, at a
+    small bias where it bites); one step of staleness keeps most weights near 1, and
+    `stale/weight_truncated_frac` reports how often the cap bites. Truncating keeps such a token
+    in the gradient at the cap (AReaL drops tokens above it instead); a cap below 1 would
+    down-weight tokens on which both policies agree, so it is at least 1.
     """
 
     unknown_behaviour: Literal["shaping", "unit_weight"] = "shaping"
     shaping_gamma: Annotated[float, Field(gt=0)] = 0.1
     loss_weight: Annotated[float, Field(ge=0)] = 1.0
     in_baseline: bool = True
+    behaviour_weight: bool = True
+    behaviour_weight_cap: Annotated[float, Field(ge=1)] = 2.0
 
     @model_validator(mode="after")
     def _not_inert(self) -> OffPolicySpec:
         if self.unknown_behaviour != "shaping" and self.shaping_gamma != 0.1:
             raise ValueError(f"shaping_gamma is only used with unknown_behaviour='shaping' (got {self.unknown_behaviour!r})")
+        if not self.behaviour_weight and self.behaviour_weight_cap != 2.0:
+            raise ValueError("behaviour_weight_cap is only used with behaviour_weight=True")
         return self
 
 

@@ -3,13 +3,17 @@
 Every loss is called as
 
     fn(logprobs, old_logprobs, advantages, response_mask, *, spec, normaliser,
-       offline=None, behaviour_logprobs=None, ref_logprobs=None, entropy=None, kl_coef=None)
+       offline=None, behaviour_logprobs=None, ref_logprobs=None, entropy=None, kl_coef=None,
+       staleness=None)
     -> (loss, metrics)
 
 - `logprobs [B, T]` (with gradient), `old_logprobs [B, T]` (of the policy that sampled the online
   rows), `advantages [B, T]`, `response_mask [B, T]`;
 - `spec`: the `AlgoSpec`; `normaliser`: the global-batch `Normaliser` (see `aggregation`);
 - `offline [B]` bool and `behaviour_logprobs [B, T]` (a NaN token's behaviour is unknown): see `offpolicy`;
+- `staleness [B]` int (given when some row's is > 0): policy versions between the weights that
+  sampled each row and those of `old_logprobs`; stale online rows get the decoupled-PPO
+  importance weight against `behaviour_logprobs` (see `offpolicy`);
 - `ref_logprobs`: needed when KL is a loss term; `entropy [B, T]`: needed when `entropy_coef != 0`;
   `kl_coef`: the current (adaptive) coefficient, default `spec.kl.coef`.
 
@@ -97,11 +101,12 @@ def _register(name: str, core_fn: CoreFn, doc: str) -> None:
         ref_logprobs: Tensor | None = None,
         entropy: Tensor | None = None,
         kl_coef: float | None = None,
+        staleness: Tensor | None = None,
     ) -> tuple[Tensor, dict[str, Tensor]]:
         return actor_objective(
             core_fn, logprobs, old_logprobs, advantages, response_mask, spec=spec, normaliser=normaliser,
             offline=offline, behaviour_logprobs=behaviour_logprobs, ref_logprobs=ref_logprobs, entropy=entropy,
-            kl_coef=kl_coef,
+            kl_coef=kl_coef, staleness=staleness,
         )  # fmt: skip
 
     loss.__name__ = loss.__qualname__ = name

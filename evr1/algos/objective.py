@@ -3,7 +3,8 @@
 A core (see `losses`) maps `(logprobs, log_ratio, advantages, mask, spec)` to a `Core`: per-token
 losses plus the ratio it clips and where clipping was active; its `mask` holds the valid tokens
 that have a ratio. `actor_objective` replaces the tokens whose behaviour log-probs are unknown by
-the off-policy fallback, weights offline rows, subtracts `entropy_coef * entropy`, adds
+the off-policy fallback, multiplies stale rows' tokens by their decoupled-PPO importance weight
+(`offpolicy.behaviour_weights`), weights offline rows, subtracts `entropy_coef * entropy`, adds
 `coef * KL` when KL is a loss term, aggregates with the global `Normaliser`, and reports metrics.
 
 Metrics (detached 0-dim tensors, means over this micro-batch's valid tokens):
@@ -14,7 +15,9 @@ the ratio the loss clips; 1 when no token has one), plus core-specific ones (`cl
 these drift diagnostics are over the tokens of online rows only. When the micro-batch has
 offline rows, the same over their tokens with known behaviour (ratio pi/mu) are reported as
 `offline/clip_frac_low`, ..., `offline/ratio_max`. When given: `entropy`, `kl` (to the
-reference), `offline_token_frac`, `pg_loss_offline`/`pg_loss_online`.
+reference), `offline_token_frac`, `pg_loss_offline`/`pg_loss_online`. When stale rows have
+tokens with a known behaviour log-prob and the weight is on: `stale/weight_mean`,
+`stale/weight_max` and `stale/weight_truncated_frac` (the fraction at the cap) over those tokens.
 
 `Core` and `actor_objective` are the public, stable way to write a policy-loss plugin
 (docs/plugins.md); the rest of this module is internal.
@@ -31,7 +34,14 @@ from torch import Tensor
 from evr1.algos.aggregation import Normaliser, aggregate
 from evr1.algos.kl import kl_estimate, kl_loss_tokens
 from evr1.algos.masked import masked_mean
-from evr1.algos.offpolicy import TokenKinds, fallback_token_loss, log_ratio, row_weights
+from evr1.algos.offpolicy import (
+    BehaviourWeights,
+    TokenKinds,
+    behaviour_weights,
+    fallback_token_loss,
+    log_ratio,
+    row_weights,
+)
 from evr1.specs import AlgoSpec
 
 
@@ -73,6 +83,17 @@ def _core_metrics(core: Core, log_ratio: Tensor, ratio_tokens: Tensor) -> dict[s
     return metrics
 
 
+@torch.no_grad()
+def _weight_metrics(weights: BehaviourWeights, tokens: Tensor) -> dict[str, Tensor]:
+    """Mean, max and truncated fraction of the decoupled-PPO weights over `tokens` (not empty)."""
+    count = tokens.sum().to(weights.value.dtype)
+    return {
+        "stale/weight_mean": torch.where(tokens, weights.value, 0.0).sum() / count,
+        "stale/weight_max": weights.value.masked_fill(~tokens, -torch.inf).amax(),
+        "stale/weight_truncated_frac": (weights.truncated & tokens).sum() / count,
+    }
+
+
 def actor_objective(
     core_fn: CoreFn,
     logprobs: Tensor,
@@ -87,8 +108,13 @@ def actor_objective(
     ref_logprobs: Tensor | None = None,
     entropy: Tensor | None = None,
     kl_coef: float | None = None,
+    staleness: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
-    """The loss of one micro-batch (its share of the global-batch loss) and its metrics."""
+    """The loss of one micro-batch (its share of the global-batch loss) and its metrics.
+
+    `staleness [B]` (None: all 0): policy versions each row's sampling weights were behind the
+    weights `old_logprobs` are of; online rows with staleness > 0 get the decoupled-PPO weight.
+    """
     _check_shapes(
         response_mask,
         logprobs=logprobs,
@@ -99,7 +125,7 @@ def actor_objective(
         entropy=entropy,
     )
     mask = response_mask.bool()
-    kinds = TokenKinds.of(offline, behaviour_logprobs, mask)
+    kinds = TokenKinds.of(offline, behaviour_logprobs, mask, staleness)
     # padding values (even NaN/inf) never reach the loss nor, through `where`, the gradient
     logprobs, advantages = (torch.where(mask, x, 0.0) for x in (logprobs, advantages.detach()))
     if entropy is not None:
@@ -110,6 +136,9 @@ def actor_objective(
     pg = core.token_loss
     if bool(kinds.unknown.any()):
         pg = torch.where(kinds.unknown, fallback_token_loss(logprobs, advantages, spec.offline), pg)
+    weights = behaviour_weights(old_logprobs, behaviour_logprobs, kinds, spec.offline)
+    if weights is not None:
+        pg = pg * weights.value
     if spec.offline.loss_weight != 1.0 and bool(kinds.offline.any()):
         pg = pg * row_weights(kinds, spec.offline, pg.dtype)
 
@@ -122,6 +151,8 @@ def actor_objective(
     if bool(kinds.offline.any()):
         offline_metrics = _core_metrics(core, lr.detach(), ratio_tokens & rows)
         metrics.update({f"offline/{name}": value for name, value in offline_metrics.items()})
+    if weights is not None:
+        metrics.update(_weight_metrics(weights, kinds.stale_known))
     if offline is not None:
         metrics["offline_token_frac"] = masked_mean(rows.expand_as(mask).to(pg.dtype), mask)
         # aggregation is linear: the two parts add up to pg_loss

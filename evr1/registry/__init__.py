@@ -33,10 +33,10 @@ CONVENTIONS: dict[str, Convention] = {
     ),
     "policy_losses": Convention(
         text="fn(logprobs, old_logprobs, advantages, response_mask, *, spec, normaliser, offline=None,"
-        " behaviour_logprobs=None, ref_logprobs=None, entropy=None, kl_coef=None) -> (loss, metrics)",
+        " behaviour_logprobs=None, ref_logprobs=None, entropy=None, kl_coef=None, staleness=None) -> (loss, metrics)",
         positional=("logprobs", "old_logprobs", "advantages", "response_mask"),
         keywords=("spec", "normaliser", "offline", "entropy", "kl_coef"),
-        sometimes=("behaviour_logprobs", "ref_logprobs"),
+        sometimes=("behaviour_logprobs", "ref_logprobs", "staleness"),
     ),
     "mixers": Convention(
         text="class Mixer(spec, n, *, records, tokenizer, stop_token_id, max_tokens) with online_count(record, step),"

@@ -66,6 +66,7 @@ class TrainItem:
     offline: bool
     group_id: int
     ref_logprobs: Any = None
+    staleness: int = 0
 
 
 class Placed:
@@ -159,6 +160,7 @@ def _samples(prompter: Any, items: Sequence[TrainItem]) -> list[Any]:
             offline=item.offline,
             group_id=item.group_id,
             ref_logprobs=item.ref_logprobs,
+            staleness=item.staleness,
         )
         for item in items
     ]

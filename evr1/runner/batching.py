@@ -32,7 +32,10 @@ class Sample:
     curated data's for offline rows (NaN where unknown; None = unknown everywhere). Online rows
     are trained against the old-policy log-probs the learner recomputes at the start of a step;
     offline rows against their behaviour log-probs (see `evr1.algos.offpolicy`).
-    `ref_logprobs` are the reference model's, needed when KL is on.
+    `ref_logprobs` are the reference model's, needed when KL is on. `staleness`: how many policy
+    versions behind the learner's weights at the start of the step the weights that sampled an
+    online row were (pipelined rollouts: 1); stale rows are importance-weighted against their
+    `behaviour_logprobs` (decoupled PPO, `evr1.algos.offpolicy`).
     """
 
     prompt: Prompt
@@ -42,9 +45,12 @@ class Sample:
     offline: bool = False
     group_id: int = 0
     ref_logprobs: Tensor | None = None  # (R,)
+    staleness: int = 0
 
     def __post_init__(self) -> None:
         length = int(self.response_ids.shape[0])
+        if self.staleness < 0:
+            raise ValueError(f"sample of group {self.group_id}: staleness must be >= 0, got {self.staleness}")
         for name in ("advantages", "behaviour_logprobs", "ref_logprobs"):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (length,):

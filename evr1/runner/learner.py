@@ -11,7 +11,9 @@ rollout temperature T (`RolloutSpec.temperature`, passed in as `temperature`):
 log-probs must be of the same tempered distribution. `Learner` adds the update of one step:
 
 1. old-policy log-probs of the online rows under the weights at the start of the step (offline
-   rows are trained against their behaviour log-probs, see `evr1.algos.offpolicy`);
+   rows are trained against their behaviour log-probs; stale online rows, `Sample.staleness > 0`,
+   against these, the proximal policy, times a truncated importance weight proximal/behaviour:
+   decoupled PPO, see `evr1.algos.offpolicy`);
 2. for each of `epochs x mini_batches` optimizer steps: the global `Normaliser` (counted on
    every micro-batch of every worker, all-reduced), then forward/backward per micro-batch with
    the registered policy loss (entropy bonus and KL term as the `AlgoSpec` says);
@@ -51,6 +53,7 @@ from torch import Tensor
 from evr1.algos.aggregation import Normaliser
 from evr1.algos.entropy import entropy_from_logits
 from evr1.algos.kl import KLController
+from evr1.algos.offpolicy import TokenKinds
 from evr1.errors import ConfigError
 from evr1.models import lora
 from evr1.models.forward import gather_logprobs, has_pixels, response_logits, vision_anchor
@@ -66,7 +69,7 @@ from evr1.runner.batching import (
     share_prompts,
     stack_rows,
 )
-from evr1.runner.learner_stats import StepStats, Weights, merge_steps
+from evr1.runner.learner_stats import StepStats, Weights, merge_steps, stale_counts, stale_metrics
 from evr1.runner.optim import build_optimizer
 from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
 
@@ -213,12 +216,17 @@ class _Rows:
     ref: Tensor | None
     offline: Tensor
     mask: Tensor
+    staleness: Tensor  # [B] int
+
+    def stale(self) -> bool:
+        return bool((self.staleness > 0).any())
 
     def weights(self) -> Weights:
         """The tokens this micro-batch's metrics are means over (see `learner_stats`)."""
-        offline = self.offline[:, None] & self.mask
-        known = 0 if self.behaviour is None else int((offline & torch.isfinite(self.behaviour)).sum())
-        return Weights(int(self.mask.sum()), int((self.mask & ~offline).sum()), known)
+        kinds = TokenKinds.of(self.offline, self.behaviour, self.mask, self.staleness)
+        offline = kinds.offline[:, None] & self.mask
+        known = int((offline & ~kinds.unknown).sum())
+        return Weights(int(self.mask.sum()), int((self.mask & ~offline).sum()), known, int(kinds.stale_known.sum()))
 
 
 class Learner(LogprobModel):
@@ -320,6 +328,11 @@ class Learner(LogprobModel):
         (grouped forward only), the rows whose prompt differs from the first of their group on their
         worker, forwarded with a prompt of their own (summed over workers; a group split over workers
         counts on each).
+
+        When some row of some worker is stale (`Sample.staleness > 0`), the staleness of the batch's
+        online rows: `stale/rows` (how many are stale), `stale/staleness_mean` and `stale/staleness_max`
+        (over online rows), `stale/unknown_tokens` (stale rows' tokens without a behaviour log-prob,
+        weighted 1); the weights' statistics come from the loss (`evr1.algos.objective`).
         """
         start = time.perf_counter()
         self._validate(samples)
@@ -334,6 +347,7 @@ class Learner(LogprobModel):
                 steps.append(self._optimizer_step([samples[i] for i in part], [old[i] for i in part]))
         metrics = merge_steps(steps)
         local = [float(len(samples)), sum(s.response_tokens for s in samples), sum(s.prompt_tokens for s in samples)]
+        local += stale_counts(samples)
         if self.grouped:  # rows whose prompt differs from their group's: forwarded per-row
             local.append(share_prompts([s.prompt for s in samples], [s.group_id for s in samples])[2])
         totals = distributed.all_reduce_sum(torch.tensor(local, dtype=torch.float64)).tolist()
@@ -345,8 +359,9 @@ class Learner(LogprobModel):
             update_s=elapsed,
             tokens_per_s=(totals[1] + totals[2]) / max(elapsed, 1e-9),
         )
+        metrics.update(stale_metrics(totals[3:7], samples))
         if self.grouped:
-            metrics["prompt_fallback_rows"] = totals[3]
+            metrics["prompt_fallback_rows"] = totals[7]
         if self.kl is not None and "kl" in metrics:
             metrics["kl_coef"] = self.kl.update(metrics["kl"], int(totals[0]))
         return metrics
@@ -372,6 +387,7 @@ class Learner(LogprobModel):
             ref=stack_rows([s.ref_logprobs for s in chosen], width),
             offline=torch.tensor([s.offline for s in chosen]),
             mask=torch.arange(width)[None, :] < lengths[:, None],
+            staleness=torch.tensor([s.staleness for s in chosen]),
         )
 
     def _normaliser(self, rows: Sequence[_Rows], media: bool) -> tuple[Normaliser, bool]:
@@ -402,6 +418,8 @@ class Learner(LogprobModel):
             for k, v in (("behaviour_logprobs", rows.behaviour), ("ref_logprobs", rows.ref))
             if v is not None
         }
+        if rows.stale():  # passed only when some row is stale, as the registry's convention says
+            optional["staleness"] = rows.staleness.to(device)
         loss, metrics = self.loss_fn(
             logprobs, rows.old.to(device), rows.advantages.to(device), mask,
             spec=self.algo, normaliser=normaliser, offline=rows.offline.to(device), entropy=entropy,

@@ -9,7 +9,9 @@ and extremes are taken only where those tokens exist, so a micro-batch without o
 neither dilutes the online drift metrics nor adds its placeholder ratio 1 to the extremes.
 A step's stats are gathered from every worker, merged, then the steps of one `update` are
 combined: means, except `skipped_steps` (summed), `lr` (the last step's), ratio extremes
-(min/max); non-finite values (a skipped step's) are left out of means.
+(min/max); non-finite values (a skipped step's) are left out of means. The staleness of a
+batch's rows (`stale_counts`, `stale_metrics`) is counted per row and token over the whole batch,
+summed over workers: the same with one worker or several.
 """
 
 from __future__ import annotations
@@ -18,12 +20,23 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import torch
 from torch import Tensor
 
+from evr1.runner import distributed
+from evr1.runner.batching import Sample
+
 SUMMED = frozenset({"loss", "pg_loss", "pg_loss_offline", "pg_loss_online"})
-EXTREMES = {"ratio_min": min, "ratio_max": max, "offline/ratio_min": min, "offline/ratio_max": max}
+EXTREMES = {
+    "ratio_min": min,
+    "ratio_max": max,
+    "offline/ratio_min": min,
+    "offline/ratio_max": max,
+    "stale/weight_max": max,
+}
 # drift metrics over the tokens of online rows (`evr1.algos.objective`); `offline/*` ones are over
-# offline tokens with a known behaviour log-prob; every other mean is over all valid tokens
+# offline tokens with a known behaviour log-prob, `stale/*` ones over stale online rows' tokens
+# with a known behaviour log-prob (decoupled-PPO weights); every other mean is over all valid tokens
 ONLINE_RATIO = frozenset(
     {"clip_frac_low", "clip_frac_high", "clip_frac_dual", "approx_kl", "ratio_mean", "ratio_min", "ratio_max"}
 )
@@ -31,16 +44,20 @@ ONLINE_RATIO = frozenset(
 
 @dataclass(frozen=True)
 class Weights:
-    """A micro-batch's token counts: valid tokens, online tokens, offline tokens with known behaviour."""
+    """A micro-batch's token counts: valid tokens, online tokens, offline tokens with known behaviour,
+    stale online tokens with known behaviour."""
 
     tokens: int
     online: int
     offline_known: int
+    stale_known: int = 0
 
     def of(self, name: str) -> int:
         """How many tokens the metric `name` is a mean (or extreme) over."""
         if name.startswith("offline/"):
             return self.offline_known
+        if name.startswith("stale/"):
+            return self.stale_known
         return self.online if name in ONLINE_RATIO else self.tokens
 
 
@@ -109,3 +126,29 @@ def merge_steps(steps: Sequence[Mapping[str, float]]) -> dict[str, float]:
             else:
                 out[name] = sum(finite) / len(finite)
     return out
+
+
+def stale_counts(samples: Sequence[Sample]) -> list[float]:
+    """This worker's online rows, their summed staleness, its stale rows and their unknown-behaviour tokens."""
+    online = [s for s in samples if not s.offline]
+    stale = [s for s in online if s.staleness > 0]
+    unknown = sum(
+        s.response_tokens if s.behaviour_logprobs is None else int((~torch.isfinite(s.behaviour_logprobs)).sum())
+        for s in stale
+    )
+    return [float(len(online)), float(sum(s.staleness for s in online)), float(len(stale)), float(unknown)]
+
+
+def stale_metrics(totals: Sequence[float], samples: Sequence[Sample]) -> dict[str, float]:
+    """`Learner.update`'s staleness metrics from the `stale_counts` summed over workers; {} when no row is
+    stale (the same answer on every worker, so all or none of them run the max's collective)."""
+    online, staleness, stale, unknown = totals
+    if stale == 0:
+        return {}
+    longest = distributed.all_reduce_max(max((s.staleness for s in samples if not s.offline), default=0))
+    return {
+        "stale/rows": stale,
+        "stale/staleness_mean": staleness / online,
+        "stale/staleness_max": float(longest),
+        "stale/unknown_tokens": unknown,
+    }

@@ -452,7 +452,7 @@ class KLSpec(Spec):
 
 
 class OffPolicySpec(Spec):
-    """How offline responses (not sampled from the current policy) in mixed groups are trained.
+    """How off-policy rows are trained: offline responses in mixed groups, and stale online rows.
 
     Offline rows with known behaviour log-probs use them as the importance-ratio denominator and
     are clipped like online rows. Rows without use `unknown_behaviour`: "shaping" (LUFFY):
@@ -463,10 +463,10 @@ class OffPolicySpec(Spec):
     it; the std scale stays over every row of the group, so advantages stay bounded).
 
     Stale online rows (sampled by weights `staleness > 0` versions old: pipelined rollouts) are
-    trained with decoupled PPO (`evr1.algos.offpolicy`): the loss clips pi/pi_prox, pi_prox the
-    learner's recomputed old log-probs, and with `behaviour_weight` multiplies each token's term by
-    the detached w = min(pi_prox/mu, `behaviour_weight_cap`), mu the rollout's log-prob (w = 1
-    where mu is unknown). `behaviour_weight=False` trains them as if sampled by pi_prox. The cap
+    trained with decoupled PPO (`evr1.algos.offpolicy`, docs/off_policy.md): the loss clips
+    pi/pi_prox, pi_prox the learner's recomputed old log-probs, and with `behaviour_weight`
+    multiplies each token's term by the detached w = min(pi_prox/mu, `behaviour_weight_cap`), mu
+    the rollout's log-prob (w = 1 where mu is unknown). `behaviour_weight=False` trains them as if sampled by pi_prox. The cap
     bounds a token's weight at cap times its on-policy one (default 2), so a token the old policy
     sampled at a probability far below today's cannot dominate the step (bounded variance, at a
     small bias where it bites); one step of staleness keeps most weights near 1, and

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
 FAMILY = "qwen2.5-vl"
 FIRST_ORDINARY_ID = 20  # ids below are special tokens of the tiny tokenizers
 KINDS = {"v": "video", "i": "image", "t": "text"}
+NAN = float("nan")
 
 
 @pytest.fixture(scope="session", name="lspec")
@@ -52,12 +53,22 @@ def make_prompt(processor: Any, kind: str, seed: int) -> Any:
 
 
 def make_samples(
-    processor: Any, kinds: str, *, seed: int = 0, group_size: int = 2, offline: Sequence[int] = (), known: bool = True
+    processor: Any,
+    kinds: str,
+    *,
+    seed: int = 0,
+    group_size: int = 2,
+    offline: Sequence[int] = (),
+    known: bool = True,
+    stale: Mapping[int, int] | None = None,
 ) -> list[Sample]:
     """One sample per letter of `kinds` (v/i/t), `group_size` consecutive samples per group.
 
-    Rows in `offline` are offline; with `known` they carry finite behaviour log-probs.
+    Rows in `offline` are offline; with `known` they carry finite behaviour log-probs. Rows in
+    `stale` (row -> staleness) are online rows sampled by older weights, with behaviour log-probs
+    (NaN on their last token: unknown there).
     """
+    stale = stale or {}
     g = torch.Generator().manual_seed(seed)
     samples = []
     for i, kind in enumerate(kinds):
@@ -66,6 +77,8 @@ def make_samples(
         advantages = torch.randn(length, generator=g)
         is_offline = i in offline
         behaviour = -torch.rand(length, generator=g) * 6 - 0.5 if is_offline and known else None
+        if i in stale:
+            behaviour = (-torch.rand(length, generator=g) * 6 - 0.5).index_fill(0, torch.tensor([length - 1]), NAN)
         samples.append(
             Sample(
                 prompt=make_prompt(processor, kind, seed * 100 + i),
@@ -74,6 +87,7 @@ def make_samples(
                 behaviour_logprobs=behaviour,
                 offline=is_offline,
                 group_id=i // group_size,
+                staleness=stale.get(i, 0),
             )
         )
     return samples
@@ -106,14 +120,17 @@ SCENARIOS: dict[str, tuple[str, list[int]]] = {
     # `grad = None` there (AdamW leaves it alone), exactly as with one worker
     "video_vs_text": ("vvtt", [0, 1]),
     "one_empty": ("vivt", [0, 1, 2, 3]),
+    # stale rows (pipelined rollouts) on both workers, in different numbers, beside an offline row (text: cheap)
+    "stale": ("tttttt", [0, 1, 2]),
 }
-OFFLINE = {"mixed": (3, 5)}
+OFFLINE = {"mixed": (3, 5), "stale": (2,)}
+STALE = {"stale": {0: 1, 3: 1, 4: 2}}
 TRAINER = {"micro_batch_tokens": 120, "mini_batches": 2}
 
 
 def scenario_samples(processor: Any, name: str) -> list[Sample]:
     kinds, _ = SCENARIOS[name]
-    return make_samples(processor, kinds, seed=7, offline=OFFLINE.get(name, ()))
+    return make_samples(processor, kinds, seed=7, offline=OFFLINE.get(name, ()), stale=STALE.get(name))
 
 
 def shard(name: str, rank: int, samples: list[Sample]) -> list[Sample]:

@@ -2,8 +2,8 @@
 
 The workers run every scenario of `learner_fixtures.SCENARIOS` once (one spawn for all, to keep
 the test fast): mixed shards with offline rows and two mini-batches, one worker video-only and
-the other image-only, one video-only and the other text-only (no vision gradient there), and one
-worker with no sample at all. A hang fails the test after a timeout instead of blocking.
+the other image-only, one video-only and the other text-only (no vision gradient there), one
+worker with no sample at all, and stale rows (decoupled-PPO weights) in different numbers per worker. A hang fails the test after a timeout instead of blocking.
 """
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ def test_two_workers_match_one_worker_on_the_whole_batch(scenario, two_workers, 
     single = learner_for(lspec, lr=LR, **TRAINER)
     expected = single.update(scenario_samples(lprocessor, scenario))
     want = params_of(single)
+    if scenario == "stale":  # 5 online rows of staleness 1, 0, 1, 2, 0; each stale row's last token has no mu
+        assert {"stale/weight_mean", "stale/weight_max", "stale/weight_truncated_frac"} <= expected.keys()
+        assert (expected["stale/rows"], expected["stale/unknown_tokens"]) == (3, 3)
+        assert (expected["stale/staleness_mean"], expected["stale/staleness_max"]) == (pytest.approx(0.8), 2)
     results = [torch.load(two_workers / f"{scenario}-{rank}.pt", weights_only=True) for rank in (0, 1)]
     for result in results:
         metrics = result["metrics"]

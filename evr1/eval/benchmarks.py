@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from evr1.eval import aggregate as agg
-from evr1.eval import official
+from evr1.eval import official, official_vcrbench
 from evr1.eval import official_choice as choice
 from evr1.eval import official_rules as rules
 from evr1.eval.benchmark import Benchmark, FieldError, RowContext, easyvideor1_record, renamed, with_meta
@@ -261,7 +261,7 @@ _ALL = [
     Benchmark("vcrbench", "VCR-Bench", "vcrbench", ("vcrbench.json",), "videos", (PT.MULTIPLE_CHOICE, PT.OPEN_ENDED),
               "accuracy over all items (open-ended judged correct or incorrect), by question kind and dimension",
               agg.accuracy("question_kind", "category"), official.vcrbench, routes=JUDGE, easyvideor1=vcrbench_easyvideor1,
-              official=rules.VCRBENCH),
+              official=official_vcrbench.VCRBENCH),
     Benchmark("videoreasonbench", "VideoReasonBench", "videoreasonbench", ("questions", "videoreasonbench.json"), "videos",
               (PT.OPEN_ENDED,), "accuracy (judged correct or incorrect), by skill", agg.accuracy("category", "level"),
               official.videoreasonbench, routes=JUDGE, official=rules.VIDEOREASONBENCH),

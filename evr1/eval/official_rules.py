@@ -23,7 +23,7 @@ from evr1.eval.official_judge import mmvu_judge, videoreason_judge
 from evr1.eval.protocols import Official
 from evr1.rewards import extract_answer
 from evr1.rewards.geometry import box_iou, interval_iou
-from evr1.rewards.grounding_parse import parse_boxes, parse_interval, parse_track
+from evr1.rewards.grounding_parse import parse_interval, parse_track
 
 Row = Mapping[str, Any]
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -186,41 +186,6 @@ STVG = Official(
     "m_vIoU, with vIoU@0.3, vIoU@0.5 and the frame-based m_tIoU (HC-STVG's metrics, frames at 1 fps)",
     hcstvg, stvg_item, source="HC-STVG (tzhhhh123/HC-STVG) metrics as the STVG evaluators compute them (TubeDETR-style"
                               " hcstvg_eval: vIoU over the union of frames, viou > thresh)",
-)
-
-
-# -- VCR-Bench -------------------------------------------------------------------------------------
-
-_NUMBERS_ONLY = re.compile(r"^\s*\[?\s*(-?\d+(?:\.\d+)?\s*,\s*){1,3}-?\d+(?:\.\d+)?\s*\]?\s*$")
-
-
-def reference_geometry(answer: Any) -> str | None:
-    """"interval" for a reference answer of two numbers ([start, end]), "box" for four, else None."""
-    if not isinstance(answer, str) or not _NUMBERS_ONLY.match(answer):
-        return None
-    count = len(re.findall(r"-?\d+(?:\.\d+)?", answer))
-    return {2: "interval", 4: "box"}.get(count)
-
-
-def vcrbench_item(row: Row) -> float:
-    """An interval answer is right when its IoU with the reference exceeds 0.7, a box answer when it exceeds 0.5;
-    other answers keep their verdict (multiple-choice letter, judge)."""
-    kind = reference_geometry(row.get("answer"))
-    if kind is None:
-        return float(row["score"])
-    text = extract_answer(visible(row)).text or ""
-    if kind == "interval":
-        truth, pred = parse_interval(row["answer"]), parse_interval(text)
-        return 1.0 if pred is not None and truth is not None and span_iou(pred, truth) > 0.7 else 0.0
-    truth_boxes, pred_boxes = parse_boxes(row["answer"]), parse_boxes(text)
-    return 1.0 if truth_boxes and pred_boxes and box_iou(pred_boxes[0], truth_boxes[0]) > 0.5 else 0.0
-
-
-VCRBENCH = Official(
-    "accuracy over all items: intervals right at IoU > 0.7, boxes at IoU > 0.5, others by letter or judge;"
-    " by question kind, dimension and duration",
-    agg.accuracy("question_kind", "category", "duration"), vcrbench_item,
-    source="zhishuifeiqian/VCR-Bench eval_code (IoU thresholds as the paper states; duration buckets as released)",
 )
 
 

@@ -22,7 +22,7 @@ reply without a verdict a failure) by an OpenAI-compatible endpoint set by the e
 key, if any, in `EVR1_JUDGE_API_KEY`. A judged question without them is a ConfigError naming them
 (`evr1.eval.api.require_judge`, the check `evr1 eval run` makes), raised by `doc_to_messages` (the evr1
 models read every request's messages before generating) and by `process_results`, which also runs the
-benchmark's official judge step (`evr1.eval.official_judge`: MMVU, VideoReasonBench) for the official block.
+benchmark's official judge step (`Official.judge`: MMVU, VCR-Bench, VideoReasonBench) for the official block.
 Routers are built once per benchmark, judge and problem type (`router`).
 """
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evr1.eval import official_choice as choice
+from evr1.eval import official_formats as formats
 from evr1.eval import official_rules as rules
 from evr1.eval.protocols import block
 from evr1.registry import BENCHMARKS
@@ -236,7 +237,7 @@ def test_videomme_v2_reader() -> None:
     ("no", "boolean", "N", 1.0), ("no", "boolean", "No.", 1.0), ("no", "boolean", "Not yet", 1.0),  # "No" in "Not"
 ])
 def test_ovobench_readers(answer: Any, ptype: str, response: str | None, score: float) -> None:
-    assert choice.ovobench_item(row(answer, response, ptype=ptype)) == score
+    assert formats.ovobench_item(row(answer, response, ptype=ptype)) == score
 
 
 def test_ovobench_total_is_the_mean_over_tasks() -> None:
@@ -262,12 +263,12 @@ def test_ovobench_total_is_the_mean_over_tasks() -> None:
     ("yes_no", "no", "Nope", 1.0),  # starts with "no"
 ])
 def test_tempcompass_matching_rules(fmt: str, answer: str, response: str | None, score: float) -> None:
-    got = choice.tempcompass_item({**row(answer, response, format=fmt), "options": ["slow", "fast"]})
+    got = formats.tempcompass_item({**row(answer, response, format=fmt), "options": ["slow", "fast"]})
     assert got == score
 
 
 def test_tempcompass_other_formats_keep_evr1s_score() -> None:
-    assert choice.tempcompass_item(row("Caption A", "Caption A", 1.0, format="caption_matching")) == 1.0
+    assert formats.tempcompass_item(row("Caption A", "Caption A", 1.0, format="caption_matching")) == 1.0
 
 
 # -- MLVU: the letter itself, before a ")" ------------------------------------------------------------------------
@@ -397,14 +398,14 @@ def test_video_mmmu_overall_is_the_mean_of_the_tracks() -> None:
     assert official["breakdowns"]["track"]["Adaptation"] == {"score": pytest.approx(100 / 3), "n": 3}
 
 
-def test_video_mmmu_reads_letters_beyond_d_and_keeps_numeric_scores() -> None:
+def test_video_mmmu_reads_letters_beyond_d_and_numbers_officially() -> None:
     options = [str(i) for i in range(10)]
     rows = [{**row("J", "The answer is J.", 0, track="Perception"), "options": options},  # strict read nothing: 0
             {**row("B", "b", 1, track="Perception"), "options": options},  # lower case: no letter for lmms-eval
-            row(42.0, "forty-two", 1, "numerical", track="Comprehension")]  # evr1's numeric reading kept
+            row(42.0, "forty-two", 1, "numerical", track="Comprehension")]  # evr1 reads 42; the MMMU parser no number
     official = block(BENCHMARKS.get("video_mmmu"), rows, "official")
     assert official["breakdowns"]["track"]["Perception"]["score"] == 50.0
-    assert official["score"] == pytest.approx((50 + 100) / 2)
+    assert official["score"] == pytest.approx((50 + 0) / 2)
 
 
 # -- Charades-STA: the predicted span as given ---------------------------------------------------------------------

@@ -161,11 +161,14 @@ def charades_easyvideor1(row: Row, ctx: RowContext) -> Records:
     the span is JSON inside `<think>` when the solution has no `<answer>` (as every row of that file)."""
     solution = str(row.get("solution", ""))
     found = _THINK_JSON.search(solution) if "<answer>" not in solution else None
-    row = {**row, "problem": official.charades_question(str(row.get("problem", "")))}
+    row_caption = str(row.get("problem", ""))
+    row = {**row, "problem": official.charades_question(row_caption)}
     if found:
         row["solution"] = f"<answer>{found.group(1)}</answer>"
     record = easyvideor1_record(row, ctx)
     record["answer"] = {"time": record["answer"]["time"]}  # EasyVideoR1 adds an empty "boxes"
+    record["meta"].setdefault("video", str(record["media"][0]["path"]))  # the official merge of repeated queries
+    record["meta"].setdefault("caption", str(row_caption))
     return [record]
 
 

@@ -401,7 +401,7 @@ def charades_sta(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     start, end = (float(t) for t in row["timestamp"])
     rid = row.get("id", f"{PurePath(row['video']).stem}/{ctx.item}")
     question = charades_question(str(row["caption"]))
-    meta = {"duration": row.get("duration")}
+    meta = {"duration": row.get("duration"), "video": str(row["video"]), "caption": str(row["caption"])}
     return [plain(rid, question, "temporal_grounding", {"time": [start, end]}, [video(ctx, row["video"])], **meta)]
 
 

@@ -10,6 +10,7 @@ return the official item score (0-1) or a row update (`score` and `components`);
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -137,10 +138,26 @@ def charades_item(row: Row) -> float:
     return span_iou(parse_interval(text) if text else None, (min(truth), max(truth)))
 
 
+def one_per_query(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Charades-STA's merge of repeated queries: lmms-eval's task keys each prediction by video, sentence and reference
+    span, so items sharing all three count once, with the last one's prediction (rows without the `video` and `caption`
+    meta are kept apart)."""
+    last: dict[Any, dict[str, Any]] = {}
+    for i, row in enumerate(rows):
+        meta = row.get("meta") or {}
+        key = ((meta["video"], meta["caption"], json.dumps(row.get("answer"), sort_keys=True))
+               if "video" in meta and "caption" in meta else i)
+        last[key] = row
+    return list(last.values())
+
+
 CHARADES = Official(
-    "mIoU and R@IoU 0.3/0.5/0.7 (IoU >= R) of the predicted span as given (not clipped to the clip length)",
+    "mIoU and R@IoU 0.3/0.5/0.7 (IoU >= R) of the predicted span as given (not clipped to the clip length); a query"
+    " repeated on one video with one span counts once",
     agg.grounding(), charades_item,
-    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (IoU of the first parsed span, swapped when reversed)",
+    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (IoU of the first parsed span, swapped when reversed;"
+           " predictions keyed by video, caption and timestamp)",
+    counted=one_per_query,
 )
 
 

@@ -5,7 +5,8 @@
   own `aggregate`.
 - `official`: the benchmark authors' scorer as far as evr1 reproduces it (`Benchmark.official`): its item
   rule (a sample row -> the official item score, or None when the official scorer drops the item from
-  every denominator) and its aggregation; where the scorer asks an LLM judge with its own prompt, its judge step
+  every denominator), the rows its aggregation counts where it merges items (`Official.counted`) and its
+  aggregation; where the scorer asks an LLM judge with its own prompt, its judge step
   (`Official.judge`, run when the answer is scored: `evr1.eval.official_judge`; the row's `official` holds its
   result for the item rule). A benchmark without an item rule scores its items as `strict`
   does; without an `Official` at all, its official block is the strict one (docs/benchmarks.md says which).
@@ -47,6 +48,8 @@ class Official:
     item: ItemRule | None = None  # None: the strict item score (the official reading is evr1's); a Mapping: row update
     source: str = ""  # the scorer reproduced (repository, commit or version, file)
     judge: JudgeStep | None = None  # the official scorer's LLM-judge request, made for every answered item
+    counted: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None  # of the kept rows (in record order),
+    # those its aggregation counts, where it merges items (Charades-STA: one per repeated query); the rest are dropped
 
 
 def official_rows(bench: Benchmark, rows: Sequence[Row]) -> tuple[list[dict[str, Any]], int]:
@@ -59,6 +62,8 @@ def official_rows(bench: Benchmark, rows: Sequence[Row]) -> tuple[list[dict[str,
             kept.append({**row, **found, "score": float(found["score"])})
         elif found is not None:
             kept.append({**row, "score": float(found)})
+    if bench.official is not None and bench.official.counted is not None:
+        kept = bench.official.counted(kept)
     return kept, len(rows) - len(kept)
 
 

@@ -120,16 +120,18 @@ JUDGE_OPTIONS = ("set eval.judge.base_url and eval.judge.model (an OpenAI-compat
 
 def require_judge(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[str], hint: str = JUDGE_OPTIONS) -> bool:
     """Whether `bench` scores any of `problem_types` with an LLM judge (its routes, or its official scorer's judge
-    step, which judges every answer); a ConfigError ending in `hint` (how to set the judge) when one is needed and
-    `judge` lacks its endpoint or model."""
+    step, which judges every answer; an optional step only when `judge` is set); a ConfigError ending in `hint` (how
+    to set the judge) when one is needed and `judge` lacks its endpoint or model."""
     types = set(problem_types)
     judged = {t.value for t, name in bench.routes.items() if name.endswith("_judge")}
     needed = sorted(judged.intersection(types))
-    official = bool(types) and bench.official is not None and bench.official.judge is not None
-    if (needed or official) and not (judge.base_url and judge.model):
+    step = bool(types) and bench.official is not None and bench.official.judge is not None
+    official = step and not bench.official.judge_optional  # type: ignore[union-attr]
+    configured = bool(judge.base_url and judge.model)
+    if (needed or official) and not configured:
         what = f"scores {', '.join(needed)} answers" if needed else "has an official scorer that judges every answer"
         raise ConfigError(f"benchmark {bench.name!r} {what} with an LLM judge: {hint}")
-    return bool(needed) or official
+    return bool(needed) or official or (step and configured)
 
 
 def reward_router(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[str], hint: str = JUDGE_OPTIONS) -> Any:

@@ -185,6 +185,8 @@ def _tempcompass_row(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     fmt, media = ctx.stem, [video(ctx, _mp4(row["video_id"]))]
     rid = f"{fmt}/{row['video_id']}/{row.get('id', ctx.item)}"
     meta = {"format": fmt, "dimension": row.get("dim")}
+    if fmt != "captioning":  # the official matching rules and judge prompt read them as released
+        meta |= {"released_question": str(row["question"]), "released_answer": str(row["answer"])}
     if fmt == "yes_no":
         return [plain(rid, row["question"], "boolean", str(row["answer"]).strip().lower().rstrip("."), media, **meta)]
     if fmt == "captioning":

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evr1.eval import aggregate as agg
 from evr1.eval.aggregate import Aggregate
 from evr1.eval.official_choice import lmms_choice
+from evr1.eval.official_prompts import TEMPCOMPASS_CAPTION_MATCHING, TEMPCOMPASS_MULTI_CHOICE, TEMPCOMPASS_YES_NO
 from evr1.eval.official_rules import visible
 from evr1.eval.protocols import Official
+from evr1.rewards.judge_client import chat
+
+if TYPE_CHECKING:
+    from evr1.data.records import Record
+    from evr1.specs import JudgeSpec
 
 Row = Mapping[str, Any]
 
@@ -101,40 +107,151 @@ VIDEO_MMMU = Official(
 )
 
 
-# -- TempCompass (rule matching, as its scripts run with --disable_llm) ---------------------------------------------
+# -- TempCompass: the matching rules of its eval scripts, then their ChatGPT fallback (a judge step) ---------------
+
+TEMPCOMPASS_SYSTEM = "You are an AI assistant for question answering."  # `get_llm_output`'s default system message
+# `get_llm_output`: gpt-3.5-turbo-1106 (here the configured model), max_tokens 128, temperature 1.0, top_p 1,
+# presence_penalty 1; `get_eval_result` asks again until the reply holds a verdict, 11 times at most, then rates 0.
+TEMPCOMPASS_REQUEST = {"max_tokens": 128, "temperature": 1.0, "top_p": 1, "presence_penalty": 1}
+TEMPCOMPASS_TRIES = 11
+_FALLBACK = {"multi-choice": (TEMPCOMPASS_MULTI_CHOICE, "Multi-Choice Question"),
+             "yes_no": (TEMPCOMPASS_YES_NO, "Yes/No Question"),
+             "caption_matching": (TEMPCOMPASS_CAPTION_MATCHING, "Caption Matching Question")}
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def tempcompass_item(row: Row) -> float:
-    """multi-choice: the response equal to the answer line ("B. fast"), a bare letter A-D, or starting "X." / "X)"
-    with the right letter; yes_no: the response, lower case, starting "yes" / "no"; anything else is not matched
-    and scores 0 (the scripts' --disable_llm; their ChatGPT fallback is not reproduced). Other formats (caption
-    matching, captioning) keep evr1's reading."""
-    fmt, response = (row.get("meta") or {}).get("format"), row.get("response")
-    if fmt not in ("multi-choice", "yes_no"):
-        return float(row["score"])
-    if response is None:
-        return 0.0
-    text = response.replace("</s>", "")
+def tempcompass_released(fmt: str, meta: Mapping[str, Any], options: Sequence[str] | None, answer: Any,
+                         problem: str = "") -> tuple[str, str]:
+    """(question, answer) as the released file words them: the importer's `released_question` / `released_answer`,
+    else rebuilt: the stem, then option lines "A. x" (multi-choice) or "Caption A: x" (caption matching), the answer
+    its option's line; a yes/no answer as it is."""
+    if "released_question" in meta and "released_answer" in meta:
+        return str(meta["released_question"]), str(meta["released_answer"])
+    if fmt == "yes_no" or not options:
+        return problem, str(answer)
+    lines = [f"{_LETTERS[i]}. {o}" if fmt == "multi-choice" else f"Caption {_LETTERS[i]}: {o}" for i, o in enumerate(options)]
+    index = _LETTERS.index(str(answer)) if str(answer) in _LETTERS[: len(lines)] else -1
+    return "\n".join([problem, *lines]), (lines[index] if index >= 0 else str(answer))
+
+
+def caption_matching_rule(prediction: str, question: str, answer: str) -> int | None:
+    """`eval_caption_matching.py`'s `eval_rule`: the prediction read as an option line, an option's sentence (also
+    after a ") "), or a label ("Caption A", "A", "Option 1", "1"; "." removed), the later kind winning; None when it is
+    none of them; else 1 when it is the answer line, its label, its sentence or its label's letter."""
+    lines = question.split("\n")[1:]
+    if any(": " not in line for line in lines):
+        raise ValueError(f"TempCompass caption matching question {question[:60]!r}: an option line without ': '")
+    sentences = [line.split(": ")[1] for line in lines]
+    labels = [line.split(": ")[0] for line in lines]
+    labels += [label.replace("Sentence ", "").replace("Option ", "").replace("Caption ", "") for label in labels]
+    pred = None
+    for line in lines:
+        if line == prediction:
+            pred = line
+    for sentence in sentences:
+        if sentence == prediction or (") " in prediction and sentence == prediction.split(") ")[1]):
+            pred = sentence
+    for label in labels:
+        if label == prediction or label == prediction.replace(".", ""):
+            pred = label
+    if pred is None:
+        return None
+    return int(pred == answer or pred == answer.split(":")[0] or pred == answer.split(": ")[1]
+               or pred == answer.split(": ")[0].split()[1])
+
+
+def tempcompass_rule(fmt: str, prediction: str, question: str, answer: str) -> int | None:
+    """The official matching rule of one prediction (`</s>` removed, stripped): 1 or 0, None when unmatched.
+    multi-choice: the answer line itself, a bare A-D, or "X." / "X)" first, against the answer's first character;
+    yes_no: starting "yes" / "no" (any case) against the answer; caption matching: `caption_matching_rule`."""
     if fmt == "yes_no":
-        said = next((w for w in ("yes", "no") if text.lower().startswith(w)), None)
-        return float(said is not None and said == str(row["answer"]).lower())
-    letter = str(row["answer"])
-    options = row.get("options") or []
-    index = ord(letter) - ord("A")
-    line = f"{letter}. {options[index]}" if 0 <= index < len(options) else None
-    if text == line or text in ("A", "B", "C", "D"):
-        return float(text == line or text == letter)
+        said = next((w for w in ("yes", "no") if prediction.lower().startswith(w)), None)
+        return None if said is None else int(said == answer)
+    if fmt == "caption_matching":
+        return caption_matching_rule(prediction, question, answer)
+    if prediction == answer:
+        return 1
+    if prediction in ("A", "B", "C", "D"):
+        return int(prediction == answer[:1])
     for mark in (".", ")"):
-        if any(text.startswith(f"{c}{mark}") for c in "ABCD"):
-            return float(text.split(mark)[0] == letter)
-    return 0.0
+        if any(prediction.startswith(f"{c}{mark}") for c in "ABCD"):
+            return int(prediction.split(mark)[0] == answer[:1])
+    return None
+
+
+def fallback_rating(reply: str) -> int | None:
+    """`llm_output_to_rating` of the stripped reply: None without "Correct" or "Incorrect" in it (asked again);
+    starting "Correct" 1, "Incorrect" 0; else 1 unless "Incorrect" is in it."""
+    text = reply.strip()
+    if "Correct" not in text and "Incorrect" not in text:
+        return None
+    if text.startswith("Correct"):
+        return 1
+    if text.startswith("Incorrect"):
+        return 0
+    return int("Incorrect" not in text)
+
+
+def tempcompass_judge(record: Record, response: str, judge: JudgeSpec) -> dict[str, Any]:
+    """The official ChatGPT fallback of an answer the matching rule cannot read: `{"matched": True, "rating"}` with no
+    request when it can, else the official prompt asked until a verdict (`TEMPCOMPASS_TRIES` at most: rating 0);
+    `{}` for a captioning answer (its official scoring is not reproduced)."""
+    fmt = record.meta.get("format")
+    if fmt not in _FALLBACK:
+        return {}
+    prediction = response.replace("</s>", "").strip()
+    question, answer = tempcompass_released(fmt, record.meta, record.options, record.answer, record.problem)
+    rating = tempcompass_rule(fmt, prediction, question, answer)
+    if rating is not None:
+        return {"matched": True, "rating": rating}
+    base, label = _FALLBACK[fmt]
+    prompt = f"{base}\n{label}:\n{question}\nGround-Truth Answer: {answer}\nModel Prediction: {prediction}"
+    reply = ""
+    for _ in range(TEMPCOMPASS_TRIES):
+        reply = chat(judge, TEMPCOMPASS_SYSTEM, prompt, options=TEMPCOMPASS_REQUEST).strip()
+        found = fallback_rating(reply)
+        if found is not None:
+            return {"matched": False, "reply": reply, "rating": found}
+    return {"matched": False, "reply": reply, "rating": 0}
+
+
+def tempcompass_item(row: Row) -> dict[str, Any]:
+    """multi-choice, yes/no, caption matching: the matching rule's rating, else the fallback judge's (row `official`),
+    else 0 (no judge set: the scripts' --disable_llm; an unreachable judge: its rating 0 after the retries); a failed
+    generation (no prediction) 0; `components.matched` for the match success rate. Captioning keeps evr1's judge."""
+    meta = row.get("meta") or {}
+    fmt, response = meta.get("format"), row.get("response")
+    if fmt not in _FALLBACK:
+        return {"score": float(row["score"])}
+    if response is None:
+        return {"score": 0.0, "components": {"matched": 0}}
+    prediction = response.replace("</s>", "").strip()
+    question, answer = tempcompass_released(fmt, meta, row.get("options"), row["answer"])
+    rating = tempcompass_rule(fmt, prediction, question, answer)
+    if rating is not None:
+        return {"score": float(rating), "components": {"matched": 1}}
+    return {"score": float((row.get("official") or {}).get("rating", 0)), "components": {"matched": 0}}
+
+
+def tempcompass_metrics(rows: Sequence[Row]) -> Aggregate:
+    """Accuracy over all items, by format and dimension, and the scripts' `match_success_rate`: the share of the
+    multi-choice, yes/no and caption-matching items their matching rule reads."""
+    result = agg.accuracy("format", "dimension")(rows)
+    ruled = [r for r in rows if "matched" in (r.get("components") or {})]
+    metrics = dict(result.metrics)
+    if ruled:
+        metrics["match_success_rate"] = 100.0 * sum(r["components"]["matched"] for r in ruled) / len(ruled)
+    return Aggregate(result.score, metrics, result.breakdowns)
 
 
 TEMPCOMPASS = Official(
-    "accuracy over all items, by format and dimension; multi-choice and yes/no read by the official matching rules"
-    " (unmatched: 0, as with --disable_llm)",
-    agg.accuracy("format", "dimension"), tempcompass_item,
-    source="llyx97/TempCompass eval_multi-choice.py (commit 7bdcfa2), eval_yes_no.py (commit 75361fd)",
+    "accuracy over all items, by format and dimension; multi-choice, yes/no and caption matching by the official"
+    " matching rules, an unmatched answer by the official ChatGPT fallback prompt to the judge (none set: 0, as"
+    " --disable_llm); match_success_rate",
+    tempcompass_metrics, tempcompass_item,
+    source="llyx97/TempCompass eval_multi-choice.py (commit 7bdcfa2), eval_yes_no.py (commit 75361fd),"
+           " eval_caption_matching.py (commit c2ec41e), utils/eval_utils.py and prompt_templates.py (commit 3cdb5d4)",
+    judge=tempcompass_judge, judge_optional=True,
 )
 
 

@@ -48,6 +48,8 @@ class Official:
     item: ItemRule | None = None  # None: the strict item score (the official reading is evr1's); a Mapping: row update
     source: str = ""  # the scorer reproduced (repository, commit or version, file)
     judge: JudgeStep | None = None  # the official scorer's LLM-judge request, made for every answered item
+    judge_optional: bool = False  # the scorer also runs without its judge (TempCompass --disable_llm): no judge set,
+    # no step (the item rule scores without it)
     counted: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None  # of the kept rows (in record order),
     # those its aggregation counts, where it merges items (Charades-STA: one per repeated query); the rest are dropped
 

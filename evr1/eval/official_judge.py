@@ -113,13 +113,14 @@ def videoreason_final_answer(response: str) -> str:
 
 
 def videoreason_judge(record: Record, response: str, judge: JudgeSpec) -> dict[str, Any]:
-    """The official judgement: no "Final Answer" (or nothing after it) is incorrect unasked; else the judge's reply must
-    be exactly "Correct". A Predict Operation item gets `{}` (its official simulation is not reproduced)."""
-    if record.meta.get("category") == OPERATION_SKILL:
-        return {}
+    """The official judgement: no "Final Answer" (or nothing after it) is incorrect unasked (Predict Operation items
+    too: `evaluate_operation` returns False there); else the judge's reply must be exactly "Correct". A Predict
+    Operation item with a final answer gets `{}` (its official simulation of the operations is not reproduced)."""
     final = videoreason_final_answer(response)
     if not final:
         return {"final_answer": "", "correct": False}
+    if record.meta.get("category") == OPERATION_SKILL:
+        return {}
     prompt = VIDEOREASON_PROMPT.format(question=record.problem, response=final, ground_truth=record.answer)
     return {"final_answer": final, "correct": chat(judge, None, prompt, options=VIDEOREASON_REQUEST) == "Correct"}
 

@@ -232,7 +232,8 @@ LIVESPORTS = Official(
 
 def videoreason_item(row: Row) -> float:
     """The official judge's `correct` ("Final Answer" required, the reply exactly "Correct"); an unreachable judge is
-    incorrect, as the script's empty reply; a Predict Operation item (no official judgement here) keeps evr1's score."""
+    incorrect, as the script's empty reply; a Predict Operation item with a final answer (its official simulation is
+    not reproduced) keeps evr1's score, one without is incorrect."""
     verdict = row.get("official") or {}
     if "correct" in verdict or "error" in verdict:
         return float(verdict.get("correct") is True)

@@ -17,7 +17,9 @@ from evr1.eval.official_judge import (
     mmvu_messages,
     mmvu_verdict,
     videoreason_final_answer,
+    videoreason_judge,
 )
+from evr1.eval.official_rules import videoreason_item
 from evr1.eval.responders import ScriptedResponder
 from evr1.specs import EvalSpec, JudgeSpec
 
@@ -112,3 +114,17 @@ def test_videoreasonbench_official_block(bench_root: Path, tmp_path: Path) -> No
     assert body["messages"][0]["content"] == VIDEOREASON_PROMPT.format(
         question="How many coins differ from the start?", response=": 2", ground_truth="2")
     assert (body["temperature"], body["max_tokens"]) == (0.0, 16)
+
+
+def test_videoreason_predict_operation_needs_a_final_answer(judge: Judge) -> None:
+    """Predict Operation: no "Final Answer" is incorrect, as `evaluate_operation` returns False; with one, the official
+    simulation is not reproduced and evr1's judged score stands. The judge is not asked for either."""
+    record = Record(id="p", problem="Which moves restore the board?", problem_type="open_ended", answer="left, up",
+                    meta={"category": "Predict Operation"})
+    spec = JudgeSpec(base_url=judge.url, model="j")
+    assert videoreason_judge(record, "left then up", spec) == {"final_answer": "", "correct": False}
+    assert videoreason_judge(record, "Final Answer: left, up", spec) == {}
+    assert judge.requests == []
+    rows = [{"response": "left then up", "score": 1.0, "official": {"final_answer": "", "correct": False}},
+            {"response": "Final Answer: left, up", "score": 1.0, "official": {}}]
+    assert [videoreason_item(r) for r in rows] == [0.0, 1.0]

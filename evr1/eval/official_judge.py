@@ -126,16 +126,16 @@ def videoreason_judge(record: Record, response: str, judge: JudgeSpec) -> dict[s
 
 
 def officially_asked(bench: Benchmark, judge: JudgeSpec) -> bool:
-    """Whether `bench`'s official judge step runs with `judge`: always, unless the step is optional and no judge is set
-    (`Official.judge_optional`)."""
-    optional = bench.official is not None and bench.official.judge_optional
-    return not optional or bool(judge.base_url and judge.model)
+    """Whether `bench`'s official judge step (if any) runs with `judge`: when one is set. Without, an optional step is
+    skipped (`Official.judge_optional`: the item rule scores without it), and a needed one leaves the official block
+    unavailable (allowed only under a `strict` headline: `evr1.eval.api.require_judge`)."""
+    return bool(judge.base_url and judge.model)
 
 
 def official_judged(bench: Benchmark, records: Sequence[Record], responses: Sequence[str],
                     judge: JudgeSpec) -> list[Mapping[str, Any] | None]:
-    """The official judge step's result for each answered record (None for all when `bench` has none, or an optional
-    one and no judge is set), concurrently (`judge.concurrency`); an unreachable judge gives `{"error": message}`."""
+    """The official judge step's result for each answered record (None for all when `bench` has none, or no judge is
+    set), concurrently (`judge.concurrency`); an unreachable judge gives `{"error": message}`."""
     step = bench.official.judge if bench.official is not None else None
     if step is None or not officially_asked(bench, judge):
         return [None] * len(records)

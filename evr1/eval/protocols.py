@@ -14,7 +14,8 @@
 A block, as `results.json` holds it under `protocols`: the headline `score`, `metric` (what the headline is),
 `metrics`, `breakdowns` (`{key: {label: {score, n}}}`), `n` (items counted), `failed` and `unparsed` (among the
 items counted; unparsed: evr1's reader found no answer of the problem type's form) and `dropped` (items the
-protocol leaves out of its denominators).
+protocol leaves out of its denominators). An official block whose scorer needs a judge, in a run with none (a `strict`
+headline), has no numbers (`score` None) and says why under `unavailable`.
 """
 
 from __future__ import annotations
@@ -69,6 +70,19 @@ def official_rows(bench: Benchmark, rows: Sequence[Row]) -> tuple[list[dict[str,
     return kept, len(rows) - len(kept)
 
 
+def needs_official_judge(bench: Benchmark) -> bool:
+    """Whether `bench`'s official block needs its judge step (one that is not optional: MMVU, VCR-Bench, ...)."""
+    return bench.official is not None and bench.official.judge is not None and not bench.official.judge_optional
+
+
+def unavailable(bench: Benchmark) -> dict[str, Any]:
+    """The official block of a run without the judge its official scorer needs: no numbers, `unavailable` says why."""
+    return {"score": None, "metric": bench.official.metric if bench.official else bench.metric, "metrics": {},
+            "breakdowns": {}, "n": 0, "failed": 0, "unparsed": 0, "dropped": 0,
+            "unavailable": "the official scorer asks an LLM judge about every answer and no judge was set"
+                           " (eval.judge.base_url / model): score these samples again with one for official numbers"}
+
+
 def block(bench: Benchmark, rows: Sequence[Row], protocol: Protocol) -> dict[str, Any]:
     """The results of `rows` under `protocol` (see the module docstring for its keys)."""
     if protocol == "official" and bench.official is not None:
@@ -87,9 +101,11 @@ def block(bench: Benchmark, rows: Sequence[Row], protocol: Protocol) -> dict[str
     }
 
 
-def blocks(bench: Benchmark, rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
-    """Both protocols' blocks of `rows`."""
-    return {p: block(bench, rows, p) for p in PROTOCOLS}
+def blocks(bench: Benchmark, rows: Sequence[Row], judged: bool = True) -> dict[str, dict[str, Any]]:
+    """Both protocols' blocks of `rows`; `judged` False: no judge was set, so an official block that needs one is
+    `unavailable`."""
+    found = {p: block(bench, rows, p) for p in PROTOCOLS if judged or p != "official" or not needs_official_judge(bench)}
+    return {"official": found.get("official") or unavailable(bench), "strict": found["strict"]}
 
 
 def protocol_block(result: Mapping[str, Any], protocol: Protocol, where: str) -> Mapping[str, Any]:

@@ -344,17 +344,18 @@ def missing_row(bench: Benchmark, record: Record, sid: str) -> dict[str, Any]:
 
 
 def summarize(bench: Benchmark, records: Sequence[Record], rows: Mapping[str, Mapping[str, Any]],
-              settings: Mapping[str, Any], notes: Sequence[str] = (), protocol: Protocol = "official") -> dict[str, Any]:
+              settings: Mapping[str, Any], notes: Sequence[str] = (), protocol: Protocol = "official",
+              judged: bool = True) -> dict[str, Any]:
     """The results of one benchmark: both protocols' blocks (`protocols`), the headline `protocol`'s block at the top
     level (its `score`, `metric`, `metrics`, `breakdowns`, counts), the first errors, settings and load notes.
 
     `failed`: samples with no answer scored (preparation, generation or scoring failed, or no response given);
     `unparsed`: samples answered without an answer of the problem type's form (`parsed_answer` is None).
     Under `strict` both score 0 and count in `n`; `official` counts what the official scorer counts (`dropped`:
-    the items it leaves out)."""
+    the items it leaves out); `judged` False: no judge was set (see `evr1.eval.protocols.blocks`)."""
     sid = settings_id(settings)
     ordered = [rows.get(r.id) or missing_row(bench, r, sid) for r in records]
-    both = blocks(bench, ordered)
+    both = blocks(bench, ordered, judged)
     failed = [r for r in ordered if r.get("error")]
     return {
         "benchmark": bench.name, "title": bench.title, "protocol": protocol, **both[protocol], "protocols": both,
@@ -380,6 +381,7 @@ def evaluate_benchmark(bench: Benchmark, records: Sequence[Record], responder: R
     rows = run_samples(bench, records, responder, folder / "samples.jsonl", settings_id(settings), router, options, scorer)
     if not (folder / SETTINGS_FILE).is_file():  # samples of unrecorded settings were resumed: all are under these now
         record_settings(folder, settings)
-    result = summarize(bench, records, rows, {**settings, "judge": judge} if judge else settings, notes, protocol)
+    result = summarize(bench, records, rows, {**settings, "judge": judge} if judge else settings, notes, protocol,
+                       officially_asked(bench, router.spec.judge))
     write_atomic(folder / "results.json", json.dumps(result, indent=2, default=str))
     return result

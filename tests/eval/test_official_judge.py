@@ -9,6 +9,7 @@ import pytest
 from judge_server import Judge
 
 from evr1.data.records import Record
+from evr1.errors import ConfigError
 from evr1.eval.api import evaluate
 from evr1.eval.official_judge import (
     MMVU_MULTI_CHOICE,
@@ -128,3 +129,17 @@ def test_videoreason_predict_operation_needs_a_final_answer(judge: Judge) -> Non
     rows = [{"response": "left then up", "score": 1.0, "official": {"final_answer": "", "correct": False}},
             {"response": "Final Answer: left, up", "score": 1.0, "official": {}}]
     assert [videoreason_item(r) for r in rows] == [0.0, 1.0]
+
+
+def test_a_strict_headline_runs_mmvu_multiple_choice_without_a_judge(bench_root: Path, tmp_path: Path) -> None:
+    """MMVU's official scorer judges every answer: with no judge set, a strict run still scores the multiple-choice
+    items with evr1's reader, and the official block says it is unavailable; an official headline is refused."""
+    answers = {"mmvu/mu1": "The answer is B"}
+    spec = EvalSpec(protocol="strict", limit=1)  # mu1, the multiple-choice item
+    got = evaluate(spec, ScriptedResponder(answers), tmp_path, benchmarks=["mmvu"], data_root=bench_root)["benchmarks"]
+    strict, official = got["mmvu"]["protocols"]["strict"], got["mmvu"]["protocols"]["official"]
+    assert (got["mmvu"]["score"], strict["n"]) == (100.0, 1)
+    assert official["score"] is None and official["metrics"] == {} and "no judge was set" in official["unavailable"]
+    assert "| MMVU | strict | - | 100.00 |" in (tmp_path / "results.md").read_text()
+    with pytest.raises(ConfigError, match="--protocol strict"):
+        evaluate(EvalSpec(limit=1), ScriptedResponder(answers), tmp_path / "o", benchmarks=["mmvu"], data_root=bench_root)

@@ -114,6 +114,7 @@ def judge_settings(judge: JudgeSpec) -> dict[str, Any]:
     return {"base_url": judge.base_url, "model": judge.model, "max_tokens": judge.max_tokens}
 
 
+STRICT_HINT = "; or choose the strict headline (`--protocol strict`): its official block is then unavailable"
 JUDGE_OPTIONS = ("set eval.judge.base_url and eval.judge.model (an OpenAI-compatible endpoint, e.g. a vLLM server;"
                  " `evr1 eval run --judge-url URL --judge-model NAME`)")
 
@@ -131,10 +132,9 @@ def require_judge(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[st
     official = step and official_needed and needs_official_judge(bench)
     configured = bool(judge.base_url and judge.model)
     if (needed or official) and not configured:
-        what = (f"scores {', '.join(needed)} answers" if needed else "has an official scorer that judges every answer"
-                " (under a strict headline, `--protocol strict`, it runs without one: its official block is then"
-                " unavailable)")
-        raise ConfigError(f"benchmark {bench.name!r} {what} with an LLM judge: {hint}")
+        what = f"scores {', '.join(needed)} answers" if needed else "has an official scorer that judges every answer"
+        strict = STRICT_HINT if not needed and hint == JUDGE_OPTIONS else ""
+        raise ConfigError(f"benchmark {bench.name!r} {what} with an LLM judge: {hint}{strict}")
     return bool(needed) or official or (step and configured)
 
 

@@ -181,6 +181,15 @@ def official(bench: Benchmark, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
     return block(bench, rows, "official")
 
 
+def official_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """`row` with its official item score (`evr1.eval.protocols.official_rows`; for a benchmark whose official scorer
+    never drops an item, as TempCompass's)."""
+    from evr1.eval.protocols import official_rows
+
+    [kept], _ = official_rows(benchmark_of(row["benchmark"]), [row])
+    return kept
+
+
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> float:
     """The benchmark's headline under the official protocol (percent)."""
     return official(benchmark_of(rows[0]["benchmark"]), rows)["score"]

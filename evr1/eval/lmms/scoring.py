@@ -195,6 +195,11 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> float:
     return official(benchmark_of(rows[0]["benchmark"]), rows)["score"]
 
 
+def official_fraction(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The benchmark's headline under the official protocol as a fraction (0-1, the scale of some stock tasks)."""
+    return aggregate(rows) / 100.0
+
+
 def named_metric(name: str) -> Callable[[Sequence[Mapping[str, Any]]], float]:
     """An aggregation giving the benchmark's official metric `name` (percent)."""
 

@@ -3,7 +3,7 @@
 Video-MME, LVBench, LongVideoBench, MLVU and MINERVA keep the stock prompt and report the official protocol
 (`official_results`: evr1's sample row, aggregated by `evr1.eval.lmms.scoring.aggregate` or `official_fraction`):
 the official readers, denominators and expected values of a random guess, as `evr1 eval run`'s official block.
-Video-Holmes keeps the stock parsing and result fields with no random letter for an unparseable answer.
+Video-Holmes gives the official item scores to the stock aggregations (`video_holmes_process_results`).
 The templates in `evals/<benchmark>/` name them as `!function evr1.eval.lmms.stock_fixes_qa.<fn>`.
 """
 
@@ -26,35 +26,21 @@ def longvideobench_doc_to_text(doc: Mapping[str, Any], lmms_eval_specific_kwargs
     return f"{kwargs.get('pre_prompt', '')}{doc['question']}\n{lines}\n{kwargs.get('post_prompt', '')}"
 
 
-# -- Video-Holmes -----------------------------------------------------------------------------
-
-
-def _holmes_options(doc: Mapping[str, Any]) -> dict[str, str]:
-    return {k: str(v) for k, v in sorted(doc["Options"].items()) if v is not None}
-
-
-def holmes_has_candidate(response: str, options: Mapping[str, str]) -> bool:
-    """Whether the stock (MMMU-style) parser finds a candidate, i.e. does not fall back to a random letter."""
-    text = response
-    for char in ",.!?;:'":
-        text = text.strip(char)
-    text = f" {text} "
-    if any(f"({c})" in text or f"{c} " in text or f"{c}." in text for c in options):
-        return True
-    return len(text.split()) > 5 and any(v.lower() in text.lower() for v in options.values())
+# -- Video-Holmes: the official item scores under the stock aggregations -------------------------------------------
 
 
 def video_holmes_process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
-    """The stock items (overall and per question type); an unparseable answer is wrong, not a random letter."""
-    from lmms_eval.tasks.video_holmes.utils import QUESTION_TYPES, parse_multi_choice_response
+    """The item (overall and per question type) with its official score (TencentARC/Video-Holmes evaluate.py's letter
+    search: `evr1.eval.official_choice`), which the stock aggregations average: the official accuracy and its
+    per-type table (every item counted)."""
+    from lmms_eval.tasks.video_holmes.utils import QUESTION_TYPES
 
-    options, response = _holmes_options(doc), response_of(results)
-    pred = parse_multi_choice_response(response, list(options), options) if holmes_has_candidate(response, options) else ""
-    item = {"score": int(pred.upper() == str(doc["Answer"]).upper()), "question_type": doc.get("Question Type", "")}
+    item = scoring.official_row(scoring.process_results(doc, [response_of(results)])[doc["evr1_benchmark"]])
+    item["question_type"] = doc.get("Question Type", "")
     return {"video_holmes_accuracy": item, **{f"video_holmes_{t}": item for t in QUESTION_TYPES}}
 
 
-# -- Video-MME, LVBench, LongVideoBench, MLVU, MINERVA: the official block ---------------------------------------
+# -- Video-MME, LVBench, LongVideoBench, MLVU, MINERVA: the official block -----------------------------------------
 
 
 def official_results(metric: str) -> Callable[[Mapping[str, Any], Sequence[Any]], dict[str, Any]]:

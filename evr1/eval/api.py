@@ -22,7 +22,7 @@ from typing import Any
 from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error, known_list
 from evr1.eval.benchmark import Benchmark
-from evr1.eval.protocols import Protocol
+from evr1.eval.protocols import Protocol, needs_official_judge
 from evr1.eval.report import write_run
 from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder
 from evr1.eval.runner import RunOptions, evaluate_benchmark
@@ -114,30 +114,37 @@ def judge_settings(judge: JudgeSpec) -> dict[str, Any]:
     return {"base_url": judge.base_url, "model": judge.model, "max_tokens": judge.max_tokens}
 
 
+STRICT_HINT = "; or choose the strict headline (`--protocol strict`): its official block is then unavailable"
 JUDGE_OPTIONS = ("set eval.judge.base_url and eval.judge.model (an OpenAI-compatible endpoint, e.g. a vLLM server;"
                  " `evr1 eval run --judge-url URL --judge-model NAME`)")
 
 
-def require_judge(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[str], hint: str = JUDGE_OPTIONS) -> bool:
+def require_judge(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[str], hint: str = JUDGE_OPTIONS,
+                  official_needed: bool = True) -> bool:
     """Whether `bench` scores any of `problem_types` with an LLM judge (its routes, or its official scorer's judge
-    step, which judges every answer); a ConfigError ending in `hint` (how to set the judge) when one is needed and
-    `judge` lacks its endpoint or model."""
+    step, which judges every answer; an optional step, or one whose official block is not `official_needed` (a strict
+    headline), only when `judge` is set); a ConfigError ending in `hint` (how to set the judge) when one is needed
+    and `judge` lacks its endpoint or model."""
     types = set(problem_types)
     judged = {t.value for t, name in bench.routes.items() if name.endswith("_judge")}
     needed = sorted(judged.intersection(types))
-    official = bool(types) and bench.official is not None and bench.official.judge is not None
-    if (needed or official) and not (judge.base_url and judge.model):
+    step = bool(types) and bench.official is not None and bench.official.judge is not None
+    official = step and official_needed and needs_official_judge(bench)
+    configured = bool(judge.base_url and judge.model)
+    if (needed or official) and not configured:
         what = f"scores {', '.join(needed)} answers" if needed else "has an official scorer that judges every answer"
-        raise ConfigError(f"benchmark {bench.name!r} {what} with an LLM judge: {hint}")
-    return bool(needed) or official
+        strict = STRICT_HINT if not needed and hint == JUDGE_OPTIONS else ""
+        raise ConfigError(f"benchmark {bench.name!r} {what} with an LLM judge: {hint}{strict}")
+    return bool(needed) or official or (step and configured)
 
 
-def reward_router(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[str], hint: str = JUDGE_OPTIONS) -> Any:
+def reward_router(bench: Benchmark, judge: JudgeSpec, problem_types: Iterable[str], hint: str = JUDGE_OPTIONS,
+                  official_needed: bool = True) -> Any:
     """The reward router scoring answers of `problem_types` on `bench` (accuracy only; the judge routes only
     when one of them needs the judge); `require_judge`'s error, with `hint`, when that judge is missing."""
     from evr1.rewards import RewardRouter
 
-    judged = require_judge(bench, judge, problem_types, hint)
+    judged = require_judge(bench, judge, problem_types, hint, official_needed)
     routes = {t: name for t, name in bench.routes.items() if judged or not name.endswith("_judge")}
     return RewardRouter(RewardSpec(format="none", routes=routes, judge=judge))
 
@@ -172,8 +179,9 @@ def load_benchmarks(spec: EvalSpec, benchmarks: Sequence[str] | None = None,
         records, notes = bench.load_noted(root)
         kept = records[: spec.limit]
         types = {r.problem_type.value for r in kept}
-        judge = judge_settings(spec.judge) if require_judge(bench, spec.judge, types) else None
-        loaded.append(Loaded(bench, kept, reward_router(bench, spec.judge, types), judge, notes,
+        strict = spec.protocol == "strict"  # the official block may then go without its judge (unavailable)
+        judge = judge_settings(spec.judge) if require_judge(bench, spec.judge, types, official_needed=not strict) else None
+        loaded.append(Loaded(bench, kept, reward_router(bench, spec.judge, types, official_needed=not strict), judge, notes,
                              frozenset(r.id for r in records)))
     return loaded
 

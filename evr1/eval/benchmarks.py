@@ -16,8 +16,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from evr1.eval import aggregate as agg
-from evr1.eval import official
+from evr1.eval import official, official_vcrbench
 from evr1.eval import official_choice as choice
+from evr1.eval import official_formats as formats
 from evr1.eval import official_rules as rules
 from evr1.eval.benchmark import Benchmark, FieldError, RowContext, easyvideor1_record, renamed, with_meta
 from evr1.problem_types import ProblemType as PT
@@ -160,11 +161,14 @@ def charades_easyvideor1(row: Row, ctx: RowContext) -> Records:
     the span is JSON inside `<think>` when the solution has no `<answer>` (as every row of that file)."""
     solution = str(row.get("solution", ""))
     found = _THINK_JSON.search(solution) if "<answer>" not in solution else None
-    row = {**row, "problem": official.charades_question(str(row.get("problem", "")))}
+    row_caption = str(row.get("problem", ""))
+    row = {**row, "problem": official.charades_question(row_caption)}
     if found:
         row["solution"] = f"<answer>{found.group(1)}</answer>"
     record = easyvideor1_record(row, ctx)
     record["answer"] = {"time": record["answer"]["time"]}  # EasyVideoR1 adds an empty "boxes"
+    record["meta"].setdefault("video", str(record["media"][0]["path"]))  # the official merge of repeated queries
+    record["meta"].setdefault("caption", str(row_caption))
     return [record]
 
 
@@ -240,7 +244,7 @@ _ALL = [
               (PT.MULTIPLE_CHOICE, PT.BOOLEAN, PT.OPEN_ENDED),
               "accuracy over all items (captions judged correct or incorrect), by format and dimension",
               agg.accuracy("format", "dimension"), official.tempcompass, routes=JUDGE, lmms_task="tempcompass",
-              official=choice.TEMPCOMPASS),
+              official=formats.TEMPCOMPASS),
     Benchmark("motionbench", "MotionBench", "motionbench", ("motionbench.json", "motionbench.jsonl"), "videos", MC,
               "accuracy, by category", agg.accuracy("category"), official.motionbench, lmms_task="motionbench",
               easyvideor1=renamed(category="original_question_type"), official=choice.MOTIONBENCH),
@@ -261,7 +265,7 @@ _ALL = [
     Benchmark("vcrbench", "VCR-Bench", "vcrbench", ("vcrbench.json",), "videos", (PT.MULTIPLE_CHOICE, PT.OPEN_ENDED),
               "accuracy over all items (open-ended judged correct or incorrect), by question kind and dimension",
               agg.accuracy("question_kind", "category"), official.vcrbench, routes=JUDGE, easyvideor1=vcrbench_easyvideor1,
-              official=rules.VCRBENCH),
+              official=official_vcrbench.VCRBENCH),
     Benchmark("videoreasonbench", "VideoReasonBench", "videoreasonbench", ("questions", "videoreasonbench.json"), "videos",
               (PT.OPEN_ENDED,), "accuracy (judged correct or incorrect), by skill", agg.accuracy("category", "level"),
               official.videoreasonbench, routes=JUDGE, official=rules.VIDEOREASONBENCH),
@@ -275,7 +279,7 @@ _ALL = [
     Benchmark("video_mmmu", "Video-MMMU", "video_mmmu", ("Perception.json", "Comprehension.json", "Adaptation.json"),
               "videos", (PT.MULTIPLE_CHOICE, PT.NUMERICAL), "accuracy over all items, per track",
               agg.accuracy("track"), official.video_mmmu, lmms_task="video_mmmu", easyvideor1=video_mmmu_easyvideor1,
-              official=choice.VIDEO_MMMU),
+              official=formats.VIDEO_MMMU),
     Benchmark("videomathqa", "VideoMathQA", "videomathqa", ("mcq.json", "mbin.json", "videomathqa.jsonl"), "videos", MC,
               "MBin (a question counts only if all its binary pairs are right) and MCQ accuracy",
               agg.videomath("category", "duration"), official.videomathqa, lmms_task="videomathqa_mbin",
@@ -295,7 +299,7 @@ _ALL = [
               "macro mean over tasks within backward/realtime/forward, then over the three",
               agg.nested_macro("category", "task"), official.ovobench, lmms_task="ovobench",
               meta_fields=("category", "task"), easyvideor1=ovobench_easyvideor1, easyvideor1_types=tuple(OVO_FORWARD_TYPES),
-              official=choice.OVOBENCH),
+              official=formats.OVOBENCH),
     Benchmark("odvbench", "ODV-Bench", "odvbench", ("odvbench.json",), "videos", MC, "accuracy, by task and subtask",
               agg.accuracy("task", "subtask"), official.odvbench,
               easyvideor1=renamed(task="odv_task", subtask="odv_subtask"), official=choice.ODVBENCH),

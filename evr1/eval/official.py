@@ -185,6 +185,8 @@ def _tempcompass_row(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     fmt, media = ctx.stem, [video(ctx, _mp4(row["video_id"]))]
     rid = f"{fmt}/{row['video_id']}/{row.get('id', ctx.item)}"
     meta = {"format": fmt, "dimension": row.get("dim")}
+    if fmt != "captioning":  # the official matching rules and judge prompt read them as released
+        meta |= {"released_question": str(row["question"]), "released_answer": str(row["answer"])}
     if fmt == "yes_no":
         return [plain(rid, row["question"], "boolean", str(row["answer"]).strip().lower().rstrip("."), media, **meta)]
     if fmt == "captioning":
@@ -291,13 +293,14 @@ def _without_choices(question: str, options: Sequence[str]) -> str:
 
 def vcrbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     """A VCR-Bench row: `multiple-choice` flag, `choices` {"A".."D"} (empty strings when open-ended), `answer`
-    a letter or free text, `dimension`, `duration`; the MC question text repeats the choices."""
+    a letter or free text, `dimension`, `duration`; the MC question text repeats the choices (kept as released in
+    meta `released_question`, for the official judge prompts)."""
     media, meta = [video(ctx, row["video_path"])], {"category": row.get("dimension"), "duration": row.get("duration")}
     if row["multiple-choice"]:
         choices = row["choices"]
         options = [str(choices[k]).strip() for k in sorted(choices) if str(choices[k]).strip()]
         return [mc(row["id"], _without_choices(str(row["question"]), options), options, row["answer"], media,
-                   question_kind="multiple-choice", **meta)]
+                   question_kind="multiple-choice", released_question=str(row["question"]), **meta)]
     return [plain(row["id"], row["question"], "open_ended", row["answer"], media, question_kind="open-ended", **meta)]
 
 
@@ -400,7 +403,7 @@ def charades_sta(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     start, end = (float(t) for t in row["timestamp"])
     rid = row.get("id", f"{PurePath(row['video']).stem}/{ctx.item}")
     question = charades_question(str(row["caption"]))
-    meta = {"duration": row.get("duration")}
+    meta = {"duration": row.get("duration"), "video": str(row["video"]), "caption": str(row["caption"])}
     return [plain(rid, question, "temporal_grounding", {"time": [start, end]}, [video(ctx, row["video"])], **meta)]
 
 

@@ -294,27 +294,6 @@ def lmms_choice(response: str, choices: Sequence[str]) -> str:
     return max(found, key=lambda c: (c[0], c[1]))[3] if found else ""
 
 
-# -- Video-MMMU ------------------------------------------------------------------------------------
-
-
-def video_mmmu_item(row: Row) -> float:
-    """Multiple choice: the letter lmms-eval's reader finds among the question's letters (none: wrong); numeric
-    answers keep evr1's reading (the MMMU open-answer parser is not reproduced)."""
-    if row.get("problem_type") != "multiple_choice":
-        return float(row["score"])
-    letters = [chr(ord("A") + i) for i in range(len(row.get("options") or []))] or list("ABCDEFGHIJKLMN")
-    return 1.0 if lmms_choice(visible(row), letters) == row["answer"] else 0.0
-
-
-VIDEO_MMMU = Official(
-    "Overall: mean of the Perception, Comprehension and Adaptation accuracies (every item counted; multiple choice read"
-    " as lmms-eval reads it)",
-    agg.macro("track", name="overall"), video_mmmu_item,
-    source="EvolvingLMMs-Lab/VideoMMMU README leaderboard (Overall = mean of the three tracks); lmms-eval 0.7.3"
-           " tasks/videommmu/utils.py (its reader: _task_utils/mcq_extract.py)",
-)
-
-
 # -- Video-MME-v2 ----------------------------------------------------------------------------------
 
 VIDEOMME_V2_PREFIXES = ("Final Answer:", "The best answer is", "The correct answer is", "The answer is", "The answer",
@@ -377,83 +356,6 @@ VIDEOMME_V2 = Official(
     " the official script marks it; accuracy over the answers read",
     videomme_v2_groups, videomme_v2_item,
     source="MME-Benchmarks/Video-MME-v2 evaluation/test_video_mme_v2.py (commit 013b6c9)",
-)
-
-
-# -- OVO-Bench (offline) ---------------------------------------------------------------------------
-
-
-def ovobench_item(row: Row) -> float:
-    """Backward and real-time questions: right when the answer letter appears anywhere in the response; REC: all the
-    digits of the response, joined, equal the count ("3 or 4" reads 34); SSR and CRR: a bare "Y" / "N", else
-    "Yes" / "No" (capitalised) anywhere in the response. No response: 0."""
-    response = row.get("response")
-    if response is None:
-        return 0.0
-    kind, answer = row.get("problem_type"), row["answer"]
-    if kind == "numerical":
-        return float("".join(re.findall(r"\d+", response)) == str(int(float(answer))))
-    if kind == "boolean":
-        yes = str(answer).strip().lower() == "yes"
-        if response == ("Y" if yes else "N"):
-            return 1.0
-        return float(("Yes" if yes else "No") in response)
-    return float(str(answer) in response)
-
-
-def ovobench_tasks(rows: Sequence[Row]) -> Aggregate:
-    """Each task's accuracy; each category's mean of its tasks; the headline "Total Avg." is the mean over all the
-    tasks (as the official script prints it), `category_mean` the mean of the three category means."""
-    cats = {label: agg.breakdown(members, "task") for label, members in agg.groups(rows, "category").items()}
-    tasks = [s for per in cats.values() for s, _ in per.values()]
-    metrics = {label: sum(s for s, _ in per.values()) / len(per) for label, per in cats.items()}
-    total = sum(tasks) / len(tasks) if tasks else 0.0
-    metrics = {"Total Avg.": total, **metrics, "category_mean": sum(metrics.values()) / len(metrics) if metrics else 0.0}
-    return Aggregate(total, metrics, {k: agg.breakdown(rows, k) for k in ("category", "task")})
-
-
-OVOBENCH = Official(
-    "Total Avg.: mean over the tasks of their accuracies (letter anywhere in the response; REC digits; SSR/CRR"
-    " Yes/No), with each category's mean of its tasks",
-    ovobench_tasks, ovobench_item,
-    source="JoeLeelyf/OVO-Bench utils/OVOBenchScore.py (commit 19677d2, OVOBenchOfflineScore)",
-)
-
-
-# -- TempCompass (rule matching, as its scripts run with --disable_llm) ---------------------------------------------
-
-
-def tempcompass_item(row: Row) -> float:
-    """multi-choice: the response equal to the answer line ("B. fast"), a bare letter A-D, or starting "X." / "X)"
-    with the right letter; yes_no: the response, lower case, starting "yes" / "no"; anything else is not matched
-    and scores 0 (the scripts' --disable_llm; their ChatGPT fallback is not reproduced). Other formats (caption
-    matching, captioning) keep evr1's reading."""
-    fmt, response = (row.get("meta") or {}).get("format"), row.get("response")
-    if fmt not in ("multi-choice", "yes_no"):
-        return float(row["score"])
-    if response is None:
-        return 0.0
-    text = response.replace("</s>", "")
-    if fmt == "yes_no":
-        said = next((w for w in ("yes", "no") if text.lower().startswith(w)), None)
-        return float(said is not None and said == str(row["answer"]).lower())
-    letter = str(row["answer"])
-    options = row.get("options") or []
-    index = ord(letter) - ord("A")
-    line = f"{letter}. {options[index]}" if 0 <= index < len(options) else None
-    if text == line or text in ("A", "B", "C", "D"):
-        return float(text == line or text == letter)
-    for mark in (".", ")"):
-        if any(text.startswith(f"{c}{mark}") for c in "ABCD"):
-            return float(text.split(mark)[0] == letter)
-    return 0.0
-
-
-TEMPCOMPASS = Official(
-    "accuracy over all items, by format and dimension; multi-choice and yes/no read by the official matching rules"
-    " (unmatched: 0, as with --disable_llm)",
-    agg.accuracy("format", "dimension"), tempcompass_item,
-    source="llyx97/TempCompass eval_multi-choice.py (commit 7bdcfa2), eval_yes_no.py (commit 75361fd)",
 )
 
 

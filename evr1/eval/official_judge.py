@@ -113,23 +113,31 @@ def videoreason_final_answer(response: str) -> str:
 
 
 def videoreason_judge(record: Record, response: str, judge: JudgeSpec) -> dict[str, Any]:
-    """The official judgement: no "Final Answer" (or nothing after it) is incorrect unasked; else the judge's reply must
-    be exactly "Correct". A Predict Operation item gets `{}` (its official simulation is not reproduced)."""
-    if record.meta.get("category") == OPERATION_SKILL:
-        return {}
+    """The official judgement: no "Final Answer" (or nothing after it) is incorrect unasked (Predict Operation items
+    too: `evaluate_operation` returns False there); else the judge's reply must be exactly "Correct". A Predict
+    Operation item with a final answer gets `{}` (its official simulation of the operations is not reproduced)."""
     final = videoreason_final_answer(response)
     if not final:
         return {"final_answer": "", "correct": False}
+    if record.meta.get("category") == OPERATION_SKILL:
+        return {}
     prompt = VIDEOREASON_PROMPT.format(question=record.problem, response=final, ground_truth=record.answer)
     return {"final_answer": final, "correct": chat(judge, None, prompt, options=VIDEOREASON_REQUEST) == "Correct"}
 
 
+def officially_asked(bench: Benchmark, judge: JudgeSpec) -> bool:
+    """Whether `bench`'s official judge step (if any) runs with `judge`: when one is set. Without, an optional step is
+    skipped (`Official.judge_optional`: the item rule scores without it), and a needed one leaves the official block
+    unavailable (allowed only under a `strict` headline: `evr1.eval.api.require_judge`)."""
+    return bool(judge.base_url and judge.model)
+
+
 def official_judged(bench: Benchmark, records: Sequence[Record], responses: Sequence[str],
                     judge: JudgeSpec) -> list[Mapping[str, Any] | None]:
-    """The official judge step's result for each answered record (None for all when `bench` has none), concurrently
-    (`judge.concurrency`); an unreachable judge gives `{"error": message}`."""
+    """The official judge step's result for each answered record (None for all when `bench` has none, or no judge is
+    set), concurrently (`judge.concurrency`); an unreachable judge gives `{"error": message}`."""
     step = bench.official.judge if bench.official is not None else None
-    if step is None:
+    if step is None or not officially_asked(bench, judge):
         return [None] * len(records)
 
     def one(pair: tuple[Record, str]) -> Mapping[str, Any]:

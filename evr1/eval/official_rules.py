@@ -10,6 +10,7 @@ return the official item score (0-1) or a row update (`score` and `components`);
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,7 @@ from evr1.eval.official_judge import mmvu_judge, videoreason_judge
 from evr1.eval.protocols import Official
 from evr1.rewards import extract_answer
 from evr1.rewards.geometry import box_iou, interval_iou
-from evr1.rewards.grounding_parse import parse_boxes, parse_interval, parse_track
+from evr1.rewards.grounding_parse import parse_interval, parse_track
 
 Row = Mapping[str, Any]
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -137,10 +138,26 @@ def charades_item(row: Row) -> float:
     return span_iou(parse_interval(text) if text else None, (min(truth), max(truth)))
 
 
+def one_per_query(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Charades-STA's merge of repeated queries: lmms-eval's task keys each prediction by video, sentence and reference
+    span, so items sharing all three count once, with the last one's prediction (rows without the `video` and `caption`
+    meta are kept apart)."""
+    last: dict[Any, dict[str, Any]] = {}
+    for i, row in enumerate(rows):
+        meta = row.get("meta") or {}
+        key = ((meta["video"], meta["caption"], json.dumps(row.get("answer"), sort_keys=True))
+               if "video" in meta and "caption" in meta else i)
+        last[key] = row
+    return list(last.values())
+
+
 CHARADES = Official(
-    "mIoU and R@IoU 0.3/0.5/0.7 (IoU >= R) of the predicted span as given (not clipped to the clip length)",
+    "mIoU and R@IoU 0.3/0.5/0.7 (IoU >= R) of the predicted span as given (not clipped to the clip length); a query"
+    " repeated on one video with one span counts once",
     agg.grounding(), charades_item,
-    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (IoU of the first parsed span, swapped when reversed)",
+    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (IoU of the first parsed span, swapped when reversed;"
+           " predictions keyed by video, caption and timestamp)",
+    counted=one_per_query,
 )
 
 
@@ -189,41 +206,6 @@ STVG = Official(
 )
 
 
-# -- VCR-Bench -------------------------------------------------------------------------------------
-
-_NUMBERS_ONLY = re.compile(r"^\s*\[?\s*(-?\d+(?:\.\d+)?\s*,\s*){1,3}-?\d+(?:\.\d+)?\s*\]?\s*$")
-
-
-def reference_geometry(answer: Any) -> str | None:
-    """"interval" for a reference answer of two numbers ([start, end]), "box" for four, else None."""
-    if not isinstance(answer, str) or not _NUMBERS_ONLY.match(answer):
-        return None
-    count = len(re.findall(r"-?\d+(?:\.\d+)?", answer))
-    return {2: "interval", 4: "box"}.get(count)
-
-
-def vcrbench_item(row: Row) -> float:
-    """An interval answer is right when its IoU with the reference exceeds 0.7, a box answer when it exceeds 0.5;
-    other answers keep their verdict (multiple-choice letter, judge)."""
-    kind = reference_geometry(row.get("answer"))
-    if kind is None:
-        return float(row["score"])
-    text = extract_answer(visible(row)).text or ""
-    if kind == "interval":
-        truth, pred = parse_interval(row["answer"]), parse_interval(text)
-        return 1.0 if pred is not None and truth is not None and span_iou(pred, truth) > 0.7 else 0.0
-    truth_boxes, pred_boxes = parse_boxes(row["answer"]), parse_boxes(text)
-    return 1.0 if truth_boxes and pred_boxes and box_iou(pred_boxes[0], truth_boxes[0]) > 0.5 else 0.0
-
-
-VCRBENCH = Official(
-    "accuracy over all items: intervals right at IoU > 0.7, boxes at IoU > 0.5, others by letter or judge;"
-    " by question kind, dimension and duration",
-    agg.accuracy("question_kind", "category", "duration"), vcrbench_item,
-    source="zhishuifeiqian/VCR-Bench eval_code (IoU thresholds as the paper states; duration buckets as released)",
-)
-
-
 # -- LiveSports-3K, VideoReasonBench ---------------------------------------------------------------
 
 
@@ -250,7 +232,8 @@ LIVESPORTS = Official(
 
 def videoreason_item(row: Row) -> float:
     """The official judge's `correct` ("Final Answer" required, the reply exactly "Correct"); an unreachable judge is
-    incorrect, as the script's empty reply; a Predict Operation item (no official judgement here) keeps evr1's score."""
+    incorrect, as the script's empty reply; a Predict Operation item with a final answer (its official simulation is
+    not reproduced) keeps evr1's score, one without is incorrect."""
     verdict = row.get("official") or {}
     if "correct" in verdict or "error" in verdict:
         return float(verdict.get("correct") is True)

@@ -5,7 +5,8 @@
   own `aggregate`.
 - `official`: the benchmark authors' scorer as far as evr1 reproduces it (`Benchmark.official`): its item
   rule (a sample row -> the official item score, or None when the official scorer drops the item from
-  every denominator) and its aggregation; where the scorer asks an LLM judge with its own prompt, its judge step
+  every denominator), the rows its aggregation counts where it merges items (`Official.counted`) and its
+  aggregation; where the scorer asks an LLM judge with its own prompt, its judge step
   (`Official.judge`, run when the answer is scored: `evr1.eval.official_judge`; the row's `official` holds its
   result for the item rule). A benchmark without an item rule scores its items as `strict`
   does; without an `Official` at all, its official block is the strict one (docs/benchmarks.md says which).
@@ -13,7 +14,8 @@
 A block, as `results.json` holds it under `protocols`: the headline `score`, `metric` (what the headline is),
 `metrics`, `breakdowns` (`{key: {label: {score, n}}}`), `n` (items counted), `failed` and `unparsed` (among the
 items counted; unparsed: evr1's reader found no answer of the problem type's form) and `dropped` (items the
-protocol leaves out of its denominators).
+protocol leaves out of its denominators). An official block whose scorer needs a judge, in a run with none (a `strict`
+headline), has no numbers (`score` None) and says why under `unavailable`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ class Official:
     item: ItemRule | None = None  # None: the strict item score (the official reading is evr1's); a Mapping: row update
     source: str = ""  # the scorer reproduced (repository, commit or version, file)
     judge: JudgeStep | None = None  # the official scorer's LLM-judge request, made for every answered item
+    judge_optional: bool = False  # the scorer also runs without its judge (TempCompass --disable_llm): no judge set,
+    # no step (the item rule scores without it)
+    counted: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None  # of the kept rows (in record order),
+    # those its aggregation counts, where it merges items (Charades-STA: one per repeated query); the rest are dropped
 
 
 def official_rows(bench: Benchmark, rows: Sequence[Row]) -> tuple[list[dict[str, Any]], int]:
@@ -59,7 +65,22 @@ def official_rows(bench: Benchmark, rows: Sequence[Row]) -> tuple[list[dict[str,
             kept.append({**row, **found, "score": float(found["score"])})
         elif found is not None:
             kept.append({**row, "score": float(found)})
+    if bench.official is not None and bench.official.counted is not None:
+        kept = bench.official.counted(kept)
     return kept, len(rows) - len(kept)
+
+
+def needs_official_judge(bench: Benchmark) -> bool:
+    """Whether `bench`'s official block needs its judge step (one that is not optional: MMVU, VCR-Bench, ...)."""
+    return bench.official is not None and bench.official.judge is not None and not bench.official.judge_optional
+
+
+def unavailable(bench: Benchmark) -> dict[str, Any]:
+    """The official block of a run without the judge its official scorer needs: no numbers, `unavailable` says why."""
+    return {"score": None, "metric": bench.official.metric if bench.official else bench.metric, "metrics": {},
+            "breakdowns": {}, "n": 0, "failed": 0, "unparsed": 0, "dropped": 0,
+            "unavailable": "the official scorer asks an LLM judge about every answer and no judge was set"
+                           " (eval.judge.base_url / model): score these samples again with one for official numbers"}
 
 
 def block(bench: Benchmark, rows: Sequence[Row], protocol: Protocol) -> dict[str, Any]:
@@ -80,9 +101,11 @@ def block(bench: Benchmark, rows: Sequence[Row], protocol: Protocol) -> dict[str
     }
 
 
-def blocks(bench: Benchmark, rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
-    """Both protocols' blocks of `rows`."""
-    return {p: block(bench, rows, p) for p in PROTOCOLS}
+def blocks(bench: Benchmark, rows: Sequence[Row], judged: bool = True) -> dict[str, dict[str, Any]]:
+    """Both protocols' blocks of `rows`; `judged` False: no judge was set, so an official block that needs one is
+    `unavailable`."""
+    found = {p: block(bench, rows, p) for p in PROTOCOLS if judged or p != "official" or not needs_official_judge(bench)}
+    return {"official": found.get("official") or unavailable(bench), "strict": found["strict"]}
 
 
 def protocol_block(result: Mapping[str, Any], protocol: Protocol, where: str) -> Mapping[str, Any]:

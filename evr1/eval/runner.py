@@ -25,12 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from evr1.data.records import Record
 from evr1.errors import Evr1Error
 from evr1.eval.benchmark import Benchmark
-from evr1.eval.official_judge import official_judged
+from evr1.eval.official_judge import official_judged, officially_asked
 from evr1.eval.protocols import Protocol, blocks
 from evr1.eval.responders import Prepared, Responder
 from evr1.problem_types import ProblemType
@@ -38,6 +38,9 @@ from evr1.rewards import RewardInput, RewardRouter, extract_answer
 from evr1.rewards.contract import Shown
 from evr1.rewards.format_reward import content_suits
 from evr1.rewards.multiple_choice import choice_letter
+
+if TYPE_CHECKING:
+    from evr1.specs import JudgeSpec
 
 logger = logging.getLogger("evr1.eval")
 T = TypeVar("T")
@@ -264,10 +267,13 @@ def generate(responder: Responder, batch: Sequence[Prepared]) -> tuple[dict[str,
     return responses, errors
 
 
-def officially_judged(bench: Benchmark, row: Mapping[str, Any]) -> bool:
-    """Whether `row` holds what its benchmark's official judge step gives (a row without a response needs none; one
-    whose judge was unreachable, or one scored before the step existed, is judged on a resume)."""
+def officially_judged(bench: Benchmark, row: Mapping[str, Any], judge: JudgeSpec) -> bool:
+    """Whether `row` holds what its benchmark's official judge step gives with `judge` (a row without a response needs
+    none, nor one of an optional step without a judge; one whose judge was unreachable, or one scored before the step
+    existed, is judged on a resume)."""
     if bench.official is None or bench.official.judge is None or row.get("response") is None:
+        return True
+    if not officially_asked(bench, judge):
         return True
     official = row.get("official")
     return official is not None and "error" not in official
@@ -292,7 +298,7 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
     samples.parent.mkdir(parents=True, exist_ok=True)
     rows = read_samples(samples, sid)
     todo = [r for r in records if r.id not in rows or rows[r.id].get("error") or rows[r.id].get("scorer_id") != scorer
-            or not officially_judged(bench, rows[r.id])]
+            or not officially_judged(bench, rows[r.id], router.spec.judge)]
     retried = {r.id: rows[r.id] for r in todo if r.id in rows}
     failures_in_row = failed = 0
     bar = tqdm(total=len(records), initial=len(records) - len(todo), desc=bench.name, unit="sample",
@@ -338,17 +344,18 @@ def missing_row(bench: Benchmark, record: Record, sid: str) -> dict[str, Any]:
 
 
 def summarize(bench: Benchmark, records: Sequence[Record], rows: Mapping[str, Mapping[str, Any]],
-              settings: Mapping[str, Any], notes: Sequence[str] = (), protocol: Protocol = "official") -> dict[str, Any]:
+              settings: Mapping[str, Any], notes: Sequence[str] = (), protocol: Protocol = "official",
+              judged: bool = True) -> dict[str, Any]:
     """The results of one benchmark: both protocols' blocks (`protocols`), the headline `protocol`'s block at the top
     level (its `score`, `metric`, `metrics`, `breakdowns`, counts), the first errors, settings and load notes.
 
     `failed`: samples with no answer scored (preparation, generation or scoring failed, or no response given);
     `unparsed`: samples answered without an answer of the problem type's form (`parsed_answer` is None).
     Under `strict` both score 0 and count in `n`; `official` counts what the official scorer counts (`dropped`:
-    the items it leaves out)."""
+    the items it leaves out); `judged` False: no judge was set (see `evr1.eval.protocols.blocks`)."""
     sid = settings_id(settings)
     ordered = [rows.get(r.id) or missing_row(bench, r, sid) for r in records]
-    both = blocks(bench, ordered)
+    both = blocks(bench, ordered, judged)
     failed = [r for r in ordered if r.get("error")]
     return {
         "benchmark": bench.name, "title": bench.title, "protocol": protocol, **both[protocol], "protocols": both,
@@ -374,6 +381,7 @@ def evaluate_benchmark(bench: Benchmark, records: Sequence[Record], responder: R
     rows = run_samples(bench, records, responder, folder / "samples.jsonl", settings_id(settings), router, options, scorer)
     if not (folder / SETTINGS_FILE).is_file():  # samples of unrecorded settings were resumed: all are under these now
         record_settings(folder, settings)
-    result = summarize(bench, records, rows, {**settings, "judge": judge} if judge else settings, notes, protocol)
+    result = summarize(bench, records, rows, {**settings, "judge": judge} if judge else settings, notes, protocol,
+                       officially_asked(bench, router.spec.judge))
     write_atomic(folder / "results.json", json.dumps(result, indent=2, default=str))
     return result

@@ -280,7 +280,9 @@ def test_livesports_easyvideor1_rows_with_a_shared_problem_id_load_and_score(tmp
 # -- VCR-Bench, MMVU, Video-MMMU: breakdown fields found in EasyVideoR1's rows ----------------------------------------
 
 
-def test_vcrbench_easyvideor1_rows_keep_the_question_kind(tmp_path: Path) -> None:
+def test_vcrbench_easyvideor1_rows_keep_the_question_kind(tmp_path: Path, judge: Any) -> None:
+    """(VCR-Bench's official scorer judges multiple choice too, so a judge is needed.)"""
+    spec = JudgeSpec(base_url=judge.url, model="j")
     choices = {"A": "hostile", "B": "another woman", "C": "another man", "D": "explosion"}
     official = [{"id": i, "video_path": "video/videoEspresso/x.mp4", "duration": 56, "dimension": "causal",
                  "question": f"Why {i}?A. hostile\nB. another woman\nC. another man\nD. explosion", "multiple-choice": True,
@@ -288,9 +290,9 @@ def test_vcrbench_easyvideor1_rows_keep_the_question_kind(tmp_path: Path) -> Non
     easy = [_evr1(i, f"Why {i}?", [f"{k}. {v}" for k, v in choices.items()], "C", "video/videoEspresso/x.mp4",
                   data_source="VCR-Bench") for i in range(2)]
     got_official = _score(_write(tmp_path / "o", {"vcrbench/vcrbench.json": official}), "vcrbench",
-                          {"vcrbench/0": "C", "vcrbench/1": "D"})
+                          {"vcrbench/0": "C", "vcrbench/1": "D"}, spec)
     got_easy = _score(_write(tmp_path / "e", {"vcrbench/vcrbench.json": easy}), "vcrbench",
-                      {"vcrbench/vcrbench/0": "C", "vcrbench/vcrbench/1": "D"})
+                      {"vcrbench/vcrbench/0": "C", "vcrbench/vcrbench/1": "D"}, spec)
     assert got_easy["score"] == got_official["score"] == 50.0
     assert got_easy["breakdowns"]["question_kind"] == got_official["breakdowns"]["question_kind"]
 

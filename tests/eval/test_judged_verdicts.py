@@ -18,7 +18,7 @@ from evr1.problem_types import ProblemType
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec
 
-from .verdict_judge import running_verdict_judge, verdict_requests
+from .verdict_judge import candidate_of, running_verdict_judge, verdict_requests
 
 # Benchmarks with judged items; each official scorer counts right or wrong (docs/benchmarks.md).
 JUDGED = {"tempcompass", "vcrbench", "videoreasonbench", "mmvu"}
@@ -65,7 +65,7 @@ def test_vcrbench_and_videoreasonbench_verdicts_per_answer(bench_root: Path, tmp
         spec = EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge"), protocol="strict")  # evr1's verdicts
         got = evaluate(spec, ScriptedResponder(responses), tmp_path, benchmarks=["videoreasonbench", "vcrbench"],
                        data_root=bench_root)["benchmarks"]
-        assert sorted(judge.judged()) == sorted(verdicts)
+        assert sorted(candidate_of(body) for body in verdict_requests(judge)) == sorted(verdicts)  # evr1's prompt
     assert got["videoreasonbench"]["score"] == pytest.approx(50.0) and got["videoreasonbench"]["failed"] == 0
     assert got["vcrbench"]["score"] == pytest.approx(50.0)
     kinds = got["vcrbench"]["breakdowns"]["question_kind"]
@@ -81,6 +81,6 @@ def test_lmms_task_functions_score_the_verdict(bench_root: Path, monkeypatch: py
         answers = ("It moves to the right.", "It moves up.", "It moves.")
         scores = [process_results(open_ended, [text])["vcrbench"] for text in answers]
         assert process_results(mc, ["B"])["vcrbench"]["score"] == 1.0
-        assert len(judge.requests) == 3  # the multiple-choice answer is scored locally
+        assert len(verdict_requests(judge)) == 3  # evr1's verdict judge: the multiple-choice answer is read locally
     assert [s["score"] for s in scores] == [1.0, 0.0, 0.0]
     assert [s["error"] is None for s in scores] == [True, True, False]  # "6" is no verdict: a failure

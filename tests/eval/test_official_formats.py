@@ -183,7 +183,7 @@ def test_tempcompass_published_option_lines_import(fmt: str, question: str, answ
     row = {"video_id": "1025366786", "dim": "action", "question": question, "answer": answer}
     [d] = official.tempcompass(row, RowContext(bench, Path(f"questions/{fmt}.json"), 1))
     assert (d["problem"], d["options"], d["answer"]) == (problem, options, letter)
-    assert d["meta"] == {"format": fmt, "dimension": "action"}
+    assert d["meta"] == {"format": fmt, "dimension": "action", "released_question": question, "released_answer": answer}
 
 
 def test_split_embedded_names_a_question_without_options() -> None:

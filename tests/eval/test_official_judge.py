@@ -9,6 +9,7 @@ import pytest
 from judge_server import Judge
 
 from evr1.data.records import Record
+from evr1.errors import ConfigError
 from evr1.eval.api import evaluate
 from evr1.eval.official_judge import (
     MMVU_MULTI_CHOICE,
@@ -17,7 +18,9 @@ from evr1.eval.official_judge import (
     mmvu_messages,
     mmvu_verdict,
     videoreason_final_answer,
+    videoreason_judge,
 )
+from evr1.eval.official_rules import videoreason_item
 from evr1.eval.responders import ScriptedResponder
 from evr1.specs import EvalSpec, JudgeSpec
 
@@ -112,3 +115,31 @@ def test_videoreasonbench_official_block(bench_root: Path, tmp_path: Path) -> No
     assert body["messages"][0]["content"] == VIDEOREASON_PROMPT.format(
         question="How many coins differ from the start?", response=": 2", ground_truth="2")
     assert (body["temperature"], body["max_tokens"]) == (0.0, 16)
+
+
+def test_videoreason_predict_operation_needs_a_final_answer(judge: Judge) -> None:
+    """Predict Operation: no "Final Answer" is incorrect, as `evaluate_operation` returns False; with one, the official
+    simulation is not reproduced and evr1's judged score stands. The judge is not asked for either."""
+    record = Record(id="p", problem="Which moves restore the board?", problem_type="open_ended", answer="left, up",
+                    meta={"category": "Predict Operation"})
+    spec = JudgeSpec(base_url=judge.url, model="j")
+    assert videoreason_judge(record, "left then up", spec) == {"final_answer": "", "correct": False}
+    assert videoreason_judge(record, "Final Answer: left, up", spec) == {}
+    assert judge.requests == []
+    rows = [{"response": "left then up", "score": 1.0, "official": {"final_answer": "", "correct": False}},
+            {"response": "Final Answer: left, up", "score": 1.0, "official": {}}]
+    assert [videoreason_item(r) for r in rows] == [0.0, 1.0]
+
+
+def test_a_strict_headline_runs_mmvu_multiple_choice_without_a_judge(bench_root: Path, tmp_path: Path) -> None:
+    """MMVU's official scorer judges every answer: with no judge set, a strict run still scores the multiple-choice
+    items with evr1's reader, and the official block says it is unavailable; an official headline is refused."""
+    answers = {"mmvu/mu1": "The answer is B"}
+    spec = EvalSpec(protocol="strict", limit=1)  # mu1, the multiple-choice item
+    got = evaluate(spec, ScriptedResponder(answers), tmp_path, benchmarks=["mmvu"], data_root=bench_root)["benchmarks"]
+    strict, official = got["mmvu"]["protocols"]["strict"], got["mmvu"]["protocols"]["official"]
+    assert (got["mmvu"]["score"], strict["n"]) == (100.0, 1)
+    assert official["score"] is None and official["metrics"] == {} and "no judge was set" in official["unavailable"]
+    assert "| MMVU | strict | - | 100.00 |" in (tmp_path / "results.md").read_text()
+    with pytest.raises(ConfigError, match="--protocol strict"):
+        evaluate(EvalSpec(limit=1), ScriptedResponder(answers), tmp_path / "o", benchmarks=["mmvu"], data_root=bench_root)

@@ -1,6 +1,7 @@
 """The local judge (tests/judge_server.py) with scripted verdicts: each request gets the reply scripted
 for the candidate answer it carries (between `<candidate>` tags, or after the official "Model Response to the
-Question:" of MMVU or "Model Response:" of VideoReasonBench), so one run can judge some answers correct and others
+Question:" of MMVU, "Model Response:" of VideoReasonBench, VCR-Bench's "Answer:" to extract and "[Model
+Answer]:" to score), so one run can judge some answers correct and others
 incorrect. An unscripted candidate gets a reply that holds no verdict.
 """
 
@@ -15,7 +16,10 @@ from judge_server import Judge
 
 _CANDIDATE = re.compile(r"<candidate>\n(.*)\n</candidate>", re.DOTALL)
 _OFFICIAL = (re.compile(r"\n\nModel Response to the Question: (.*)\Z", re.DOTALL),  # MMVU's official judge request
-             re.compile(r"\n\nModel Response: (.*)\n\nGround-Truth Answer:", re.DOTALL))  # VideoReasonBench's
+             re.compile(r"\n\nModel Response: (.*)\n\nGround-Truth Answer:", re.DOTALL),  # VideoReasonBench's
+             # VCR-Bench's extraction, then its scoring (the last "Answer:" / "[Model Answer]:": its examples come first)
+             re.compile(r".*\nAnswer: (.*)\nYour output:\n\Z", re.DOTALL),
+             re.compile(r".*\n\[Model Answer\]: (.*)\n\[Standard Answer\]: ", re.DOTALL))
 UNSCRIPTED = "no verdict scripted for this candidate"
 
 
@@ -37,9 +41,9 @@ def verdict_requests(judge: Judge) -> list[dict]:
 
 
 def candidate_of(body: dict) -> str:
-    """The candidate answer sent in a judge request (evr1's, or MMVU's or VideoReasonBench's official one)."""
+    """The candidate answer sent in a judge request (evr1's, or an official one: MMVU, VideoReasonBench, VCR-Bench)."""
     text = body["messages"][-1]["content"]
-    found = _CANDIDATE.search(text) or _OFFICIAL[0].search(text) or _OFFICIAL[1].search(text)
+    found = _CANDIDATE.search(text) or next(filter(None, (p.search(text) for p in _OFFICIAL)), None)
     assert found, "no <candidate> block in the judge request"
     return found.group(1)
 

@@ -22,7 +22,7 @@ reply without a verdict a failure) by an OpenAI-compatible endpoint set by the e
 key, if any, in `EVR1_JUDGE_API_KEY`. A judged question without them is a ConfigError naming them
 (`evr1.eval.api.require_judge`, the check `evr1 eval run` makes), raised by `doc_to_messages` (the evr1
 models read every request's messages before generating) and by `process_results`, which also runs the
-benchmark's official judge step (`evr1.eval.official_judge`: MMVU, VideoReasonBench) for the official block.
+benchmark's official judge step (`Official.judge`: MMVU, VCR-Bench, VideoReasonBench) for the official block.
 Routers are built once per benchmark, judge and problem type (`router`).
 """
 
@@ -181,9 +181,23 @@ def official(bench: Benchmark, rows: Sequence[Mapping[str, Any]]) -> dict[str, A
     return block(bench, rows, "official")
 
 
+def official_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """`row` with its official item score (`evr1.eval.protocols.official_rows`; for a benchmark whose official scorer
+    never drops an item, as TempCompass's)."""
+    from evr1.eval.protocols import official_rows
+
+    [kept], _ = official_rows(benchmark_of(row["benchmark"]), [row])
+    return kept
+
+
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> float:
     """The benchmark's headline under the official protocol (percent)."""
     return official(benchmark_of(rows[0]["benchmark"]), rows)["score"]
+
+
+def official_fraction(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The benchmark's headline under the official protocol as a fraction (0-1, the scale of some stock tasks)."""
+    return aggregate(rows) / 100.0
 
 
 def named_metric(name: str) -> Callable[[Sequence[Mapping[str, Any]]], float]:

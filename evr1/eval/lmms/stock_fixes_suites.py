@@ -3,8 +3,7 @@ VSI-Bench, Charades-STA and OVO-Bench that cannot work on local data or disagree
 
 Each item is scored as `evr1 eval` scores it (`evr1.eval.lmms.scoring`: the benchmark's reward router,
 open-ended answers by the judge set in `EVR1_JUDGE_URL` / `EVR1_JUDGE_MODEL`) into evr1's sample row;
-empty or unparseable answers score 0 and stay in every denominator. Aggregations are evr1's official
-rules (`evr1.eval.aggregate`), in percent. TempCompass captioning keeps the stock judge (it answers a
+aggregations are the official protocol's (`evr1.eval.protocols`: the official readers and denominators), in percent. TempCompass captioning keeps the stock judge (it answers a
 multiple-choice question from the caption, the official protocol); a missing key fails before generation,
 a judge failure at aggregation.
 """
@@ -16,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evr1.errors import ConfigError, Evr1Error
-from evr1.eval import aggregate as agg
 from evr1.eval.lmms import scoring
 from evr1.eval.lmms.scoring import named_metric, percent, response_of
 
@@ -50,8 +48,9 @@ def tempcompass_metrics(item: Row) -> dict[str, Row]:
 
 
 def tempcompass_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
-    """multi-choice, yes_no, caption_matching: evr1's scorer; the stock aggregation reads `rating`."""
-    item = row(doc, results)
+    """multi-choice, yes_no, caption_matching: the official item score (the matching rules, then the fallback judge
+    when one is set: `evr1.eval.official_formats`); the stock aggregation reads `rating`."""
+    item = scoring.official_row(row(doc, results))
     item["rating"] = int(item["score"] >= 1.0)
     return tempcompass_metrics(item)
 
@@ -142,9 +141,9 @@ def videomathqa_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, R
     return {"videomathqa_perception_score": row(doc, results)}
 
 
-def videomathqa_mbin(rows: Sequence[Row]) -> float:
-    """MBin: the share of questions whose binary pairs are all right."""
-    return agg.videomath()(rows).metrics["MBin"]
+# The official block's MBin (a question right only when all its binary pairs are) and MCQ accuracy.
+videomathqa_mbin = named_metric("MBin")
+videomathqa_mcq = named_metric("MCQ")
 
 
 # -- VSI-Bench: MRA for numbers, the official rule (`BENCHMARKS.get("vsibench").aggregate`) -----------
@@ -180,5 +179,7 @@ def ovobench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]
 
 
 def ovobench_category_score(rows: Sequence[Row]) -> float:
-    """Mean over the category's tasks (EPM, ASI, ...) of each task's accuracy."""
-    return agg.macro("task")(rows).score
+    """The official block of one category's rows: the mean over its tasks (EPM, ASI, ...) of each task's accuracy,
+    answers read by the official rules (the group's mean of the three categories is `category_mean`, not the
+    official "Total Avg." over all tasks)."""
+    return scoring.aggregate(rows)

@@ -39,7 +39,7 @@ TABLE = {
     "tempcompass/multi-choice/t1/2": "C", "tempcompass/yes_no/t1/1": "Yes, it does.", "tempcompass/yes_no/t1/2": "yes",
     # 10 options (J valid) right; numeric 42 answered 41 (in words); Adaptation empty.
     "video_mmmu/Perception/p1": "The answer is J.", "video_mmmu/Comprehension/c1": "forty-one", "video_mmmu/Adaptation/a1": "",
-    # mcq: right, wrong ("Answer: B"; the stock regex reads the A of "Answer"); mbin: q1 both right, q2 one empty.
+    # mcq: right, "Answer: B" (the stock and official regex read the A of "Answer"); mbin: q1 both right, q2 one empty.
     "videomathqa/mcq/q1": "E", "videomathqa/mcq/q2": "Answer: B",
     "videomathqa/mbin/q1/0": "A", "videomathqa/mbin/q1/1": "B", "videomathqa/mbin/q2/0": "A", "videomathqa/mbin/q2/1": "",
     # counting exact (MRA 1); distance 2.5 vs 2.0 (error 0.25 < 1 - theta for theta 0.50..0.70: 5/10); route 1/2;
@@ -74,7 +74,8 @@ EXPECTED: dict[str, dict[str, float]] = {
     "evr1_video_mmmu_perception": {"mmmu_acc": 100.0},
     "evr1_video_mmmu_comprehension": {"mmmu_acc": 0.0},
     "evr1_video_mmmu_adaptation": {"mmmu_acc": 0.0},
-    "evr1_videomathqa_mcq": {"videomathqa_perception_score": 50.0},
+    # official: the first capital A-E after the prefixes, so "Answer: B" reads the A of "Answer", q2's answer: right
+    "evr1_videomathqa_mcq": {"videomathqa_perception_score": 100.0},
     "evr1_videomathqa_mbin": {"videomathqa_perception_score": 50.0},
     # object_rel_direction: the mean of its levels, (easy 100 + medium 0 + hard 100) / 3 (its item mean is 75).
     # object_abs_distance: 2.5 vs 2.0, relative error 0.25 <= 1 - θ for θ = 0.50..0.75: MRA 6/10.

@@ -25,6 +25,7 @@ from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec
 
 from ..expected import CASES
+from ..verdict_judge import candidate_of, verdict_requests
 from .conftest import lmms_offline
 
 OWN = ["vcrbench", "videoreasonbench", "longvideo_reason", "stvg", "odvbench", "livesports3k_qa"]
@@ -78,8 +79,10 @@ def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, offline:
     out = _run(bound, chat, OWN)
     got = out["results"]
     assert sorted(chat.asked) == sorted(table)
-    # Only non-empty open-ended answers reach the judge: vcrbench 1, videoreasonbench 1.
-    assert sorted(judge.judged()) == ["(a1, b2), (c2, b1), (a3, c1)", "It moves to the left."]
+    # Only non-empty open-ended answers reach evr1's verdict judge: vcrbench 1, videoreasonbench 1 (the official judge
+    # steps ask too: VCR-Bench's extraction and scoring of both answers).
+    assert sorted(candidate_of(b) for b in verdict_requests(judge)) == ["(a1, b2), (c2, b1), (a3, c1)",
+                                                                          "It moves to the left."]
     ours = evaluate(EvalSpec(judge=JudgeSpec(base_url=judge.url, model="judge")), ScriptedResponder(table), tmp_path / "evr1",
                     benchmarks=OWN, data_root=own_root)["benchmarks"]
     for name in OWN:  # lmms-eval reports the official protocol; the strict numbers are expected.py's
@@ -132,8 +135,8 @@ def test_documents_rebuild_the_evaluated_records(own_root: Path) -> None:
 
 def test_missing_judge_is_a_clear_error_before_generation(own_root: Path, bound: Path, offline: None) -> None:
     chat = ScriptedChat(_table(own_root, ["vcrbench"]))
-    with pytest.raises(ConfigError, match=r"'vcrbench' scores open_ended answers with an LLM judge: set EVR1_JUDGE_URL"
-                                          r" .* and EVR1_JUDGE_MODEL"):
+    with pytest.raises(ConfigError, match=r"'vcrbench' has an official scorer that judges every answer with an LLM judge:"
+                                          r" set EVR1_JUDGE_URL .* and EVR1_JUDGE_MODEL"):
         _run(bound, chat, ["vcrbench"])
     assert chat.asked == []
     # Multiple-choice benchmarks need no judge.
@@ -141,16 +144,18 @@ def test_missing_judge_is_a_clear_error_before_generation(own_root: Path, bound:
     assert _run(bound, mc, ["odvbench"])["results"]["evr1_odvbench"]["odvbench,none"] == 50.0
 
 
-def test_routers_are_built_once_per_benchmark_judge_and_type(own_root: Path, offline: None) -> None:
-    mc, open_ended = benchmark_docs("vcrbench", own_root)  # vcrbench/1: answer B; vcrbench/2: open-ended
+def test_routers_are_built_once_per_benchmark_judge_and_type(own_root: Path, offline: None, judge: Any) -> None:
+    mc, _ = benchmark_docs("vcrbench", own_root)  # vcrbench/1: answer B
     router.cache_clear()
+    # A missing judge is never cached: VCR-Bench's official scorer judges every answer, multiple choice too.
+    with pytest.raises(ConfigError, match=r"'vcrbench' has an official scorer that judges every answer with an LLM judge:"
+                                          r" set EVR1_JUDGE_URL"):
+        process_results(mc, ["B"])
+    assert router.cache_info().currsize == 0
+    os.environ.update(EVR1_JUDGE_URL=judge.url, EVR1_JUDGE_MODEL="judge")
     assert [process_results(mc, [text])["vcrbench"]["score"] for text in ("B", "C", "(B)")] == [1.0, 0.0, 1.0]
     info = router.cache_info()
-    assert (info.misses, info.hits, info.currsize) == (1, 2, 1)
-    # A missing judge is never cached: the open-ended item fails, naming the variables, and keeps no router.
-    with pytest.raises(ConfigError, match=r"'vcrbench' scores open_ended answers with an LLM judge: set EVR1_JUDGE_URL"):
-        process_results(open_ended, ["It moves."])
-    assert router.cache_info().currsize == 1
-    os.environ.update(EVR1_JUDGE_URL="http://127.0.0.1:9/v1", EVR1_JUDGE_MODEL="judge")  # other judge settings
-    assert process_results(mc, ["B"])["vcrbench"]["score"] == 1.0  # scored locally: the judge is never asked
+    assert (info.misses, info.hits, info.currsize) == (2, 2, 1)  # the failed build counts as a miss, keeps nothing
+    os.environ.update(EVR1_JUDGE_MODEL="another")  # other judge settings: another router
+    assert process_results(mc, ["B"])["vcrbench"]["score"] == 1.0  # evr1's strict score: read locally
     assert router.cache_info().currsize == 2

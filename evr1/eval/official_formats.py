@@ -1,0 +1,295 @@
+"""The official scorers of the benchmarks that mix answer formats (their `Official`; see `evr1.eval.official_rules`):
+Video-MMMU (multiple choice and numeric answers), TempCompass (multi-choice, yes/no, caption matching, with the
+official ChatGPT fallback as a judge step) and OVO-Bench (letters, counts, yes/no).
+
+Each reader is written from the benchmark's published scorer, named in its `Official.source`, quirks included
+(docs/benchmarks.md lists them); an item rule returns the official item score, or None when the scorer drops it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from evr1.eval import aggregate as agg
+from evr1.eval.aggregate import Aggregate
+from evr1.eval.official_choice import lmms_choice
+from evr1.eval.official_prompts import TEMPCOMPASS_CAPTION_MATCHING, TEMPCOMPASS_MULTI_CHOICE, TEMPCOMPASS_YES_NO
+from evr1.eval.official_rules import visible
+from evr1.eval.protocols import Official
+from evr1.rewards.judge_client import chat
+
+if TYPE_CHECKING:
+    from evr1.data.records import Record
+    from evr1.specs import JudgeSpec
+
+Row = Mapping[str, Any]
+
+
+# -- Video-MMMU ------------------------------------------------------------------------------------
+
+
+# The MMMU open-answer parser as lmms-eval's videommmu task (and the authors' copy of it) runs it.
+MMMU_KEY_PHRASES = ("could be ", "so ", "is ", "thus ", "therefore ", "final ", "answer ", "result ", "are ",
+                    "in total ", "total ", "identify ", "recognize ", "calculated as ", "counted as ", "measured as ",
+                    "observed as ", "concluded as ", "found to be ", "equals ", "determined to be ", "number of ",
+                    "value is ", "adds up to ", "have ", "has ")
+_MMMU_TRIVIAL = (":", ",", ".", "!", "?", ";", "'")
+_GROUPED = re.compile(r"-?\b\d{1,3}(?:,\d{3})+\b")  # 1,234,567
+_SCIENTIFIC = re.compile(r"-?\d+(?:\.\d+)?[eE][+-]?\d+")  # 1.5e3
+_PLAIN = re.compile(r"-?(?:\d+\.\d+|\.\d+|\d+\b)(?![eE][+-]?\d+)(?![,\d])")  # 12, 1.5, .5; not of the two above
+MMMU_DROPPED = ("", "API Error")  # responses lmms-eval's aggregation leaves out (its parser returns "API Error")
+
+
+def mmmu_key_parts(text: str) -> list[str]:
+    """The parts of a response that may hold the answer: the text stripped, "." stripped, lower case, cut into lines
+    (the official split also at ". " before a capital, which never fires on lower-case text); of each line, the
+    shortest tail after one of the key phrases ("=" too on the last line), unless it is empty or one punctuation mark;
+    with none, the whole text."""
+    text = text.strip().strip(".").lower()
+    lines = text.split("\n")
+    parts = []
+    for i, line in enumerate(lines):
+        best: str | None = None
+        for phrase in MMMU_KEY_PHRASES + (("=",) if i == len(lines) - 1 else ()):
+            if phrase in line:
+                tail = line.split(phrase)[-1].strip()
+                if not best or len(tail) < len(best):
+                    best = tail
+        if best and best.strip() not in _MMMU_TRIVIAL:
+            parts.append(best)
+    return parts or [text]
+
+
+def mmmu_numbers(text: str) -> list[str]:
+    """The numbers written in `text`: comma-grouped ones, then scientific ones, then plain ones."""
+    return _GROUPED.findall(text) + _SCIENTIFIC.findall(text) + _PLAIN.findall(text)
+
+
+def mmmu_normalised(text: str) -> list[float | str]:
+    """A number (commas removed; anything `float` reads, "inf" too) as a float rounded to 2 decimals; other text lower
+    case, a single character padded to " x" and "x " (so that it matches only as a word's edge)."""
+    text = text.strip()
+    try:
+        return [round(float(text.replace(",", "")), 2)]
+    except ValueError:
+        text = text.lower()
+        return [" " + text, text + " "] if len(text) == 1 else [text]
+
+
+def mmmu_open_right(response: str, answer: Any) -> bool:
+    """Right when a normalised prediction (each key part, and each number in one) is a float equal to the normalised
+    answer, or text containing it."""
+    parts = mmmu_key_parts(response)
+    preds = [v for p in parts + [n for part in parts for n in mmmu_numbers(part)] for v in mmmu_normalised(p)]
+    gold = mmmu_normalised(str(answer))
+    return any(any(isinstance(g, str) and g in p for g in gold) if isinstance(p, str) else p in gold for p in preds)
+
+
+def video_mmmu_item(row: Row) -> float | None:
+    """Multiple choice: the letter lmms-eval's reader finds among the question's letters (none: wrong, counted);
+    numeric: the MMMU open-answer parser (`mmmu_open_right`), an empty response (a failed generation too) dropped, as
+    lmms-eval's aggregation drops its "API Error"."""
+    text = visible(row)
+    if row.get("problem_type") != "multiple_choice":
+        return None if text in MMMU_DROPPED else float(mmmu_open_right(text, row["answer"]))
+    letters = [chr(ord("A") + i) for i in range(len(row.get("options") or []))] or list("ABCDEFGHIJKLMN")
+    return 1.0 if lmms_choice(text, letters) == row["answer"] else 0.0
+
+
+VIDEO_MMMU = Official(
+    "Overall: mean of the Perception, Comprehension and Adaptation accuracies (multiple choice read as lmms-eval reads"
+    " it; numeric answers by the MMMU open-answer parser, an empty one dropped)",
+    agg.macro("track", name="overall"), video_mmmu_item,
+    source="EvolvingLMMs-Lab/VideoMMMU README leaderboard (Overall = mean of the three tracks); lmms-eval 0.7.3"
+           " tasks/videommmu/utils.py (its reader: _task_utils/mcq_extract.py; parse_open_response, eval_open)",
+)
+
+
+# -- TempCompass: the matching rules of its eval scripts, then their ChatGPT fallback (a judge step) ---------------
+
+TEMPCOMPASS_SYSTEM = "You are an AI assistant for question answering."  # `get_llm_output`'s default system message
+# `get_llm_output`: gpt-3.5-turbo-1106 (here the configured model), max_tokens 128, temperature 1.0, top_p 1,
+# presence_penalty 1; `get_eval_result` asks again until the reply holds a verdict, 11 times at most, then rates 0.
+TEMPCOMPASS_REQUEST = {"max_tokens": 128, "temperature": 1.0, "top_p": 1, "presence_penalty": 1}
+TEMPCOMPASS_TRIES = 11
+_FALLBACK = {"multi-choice": (TEMPCOMPASS_MULTI_CHOICE, "Multi-Choice Question"),
+             "yes_no": (TEMPCOMPASS_YES_NO, "Yes/No Question"),
+             "caption_matching": (TEMPCOMPASS_CAPTION_MATCHING, "Caption Matching Question")}
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def tempcompass_released(fmt: str, meta: Mapping[str, Any], options: Sequence[str] | None, answer: Any,
+                         problem: str = "") -> tuple[str, str]:
+    """(question, answer) as the released file words them: the importer's `released_question` / `released_answer`,
+    else rebuilt: the stem, then option lines "A. x" (multi-choice) or "Caption A: x" (caption matching), the answer
+    its option's line; a yes/no answer as it is."""
+    if "released_question" in meta and "released_answer" in meta:
+        return str(meta["released_question"]), str(meta["released_answer"])
+    if fmt == "yes_no" or not options:
+        return problem, str(answer)
+    lines = [f"{_LETTERS[i]}. {o}" if fmt == "multi-choice" else f"Caption {_LETTERS[i]}: {o}" for i, o in enumerate(options)]
+    index = _LETTERS.index(str(answer)) if str(answer) in _LETTERS[: len(lines)] else -1
+    return "\n".join([problem, *lines]), (lines[index] if index >= 0 else str(answer))
+
+
+def caption_matching_rule(prediction: str, question: str, answer: str) -> int | None:
+    """`eval_caption_matching.py`'s `eval_rule`: the prediction read as an option line, an option's sentence (also
+    after a ") "), or a label ("Caption A", "A", "Option 1", "1"; "." removed), the later kind winning; None when it is
+    none of them; else 1 when it is the answer line, its label, its sentence or its label's letter."""
+    lines = question.split("\n")[1:]
+    if any(": " not in line for line in lines):
+        raise ValueError(f"TempCompass caption matching question {question[:60]!r}: an option line without ': '")
+    sentences = [line.split(": ")[1] for line in lines]
+    labels = [line.split(": ")[0] for line in lines]
+    labels += [label.replace("Sentence ", "").replace("Option ", "").replace("Caption ", "") for label in labels]
+    pred = None
+    for line in lines:
+        if line == prediction:
+            pred = line
+    for sentence in sentences:
+        if sentence == prediction or (") " in prediction and sentence == prediction.split(") ")[1]):
+            pred = sentence
+    for label in labels:
+        if label == prediction or label == prediction.replace(".", ""):
+            pred = label
+    if pred is None:
+        return None
+    return int(pred == answer or pred == answer.split(":")[0] or pred == answer.split(": ")[1]
+               or pred == answer.split(": ")[0].split()[1])
+
+
+def tempcompass_rule(fmt: str, prediction: str, question: str, answer: str) -> int | None:
+    """The official matching rule of one prediction (`</s>` removed, stripped): 1 or 0, None when unmatched.
+    multi-choice: the answer line itself, a bare A-D, or "X." / "X)" first, against the answer's first character;
+    yes_no: starting "yes" / "no" (any case) against the answer; caption matching: `caption_matching_rule`."""
+    if fmt == "yes_no":
+        said = next((w for w in ("yes", "no") if prediction.lower().startswith(w)), None)
+        return None if said is None else int(said == answer)
+    if fmt == "caption_matching":
+        return caption_matching_rule(prediction, question, answer)
+    if prediction == answer:
+        return 1
+    if prediction in ("A", "B", "C", "D"):
+        return int(prediction == answer[:1])
+    for mark in (".", ")"):
+        if any(prediction.startswith(f"{c}{mark}") for c in "ABCD"):
+            return int(prediction.split(mark)[0] == answer[:1])
+    return None
+
+
+def fallback_rating(reply: str) -> int | None:
+    """`llm_output_to_rating` of the stripped reply: None without "Correct" or "Incorrect" in it (asked again);
+    starting "Correct" 1, "Incorrect" 0; else 1 unless "Incorrect" is in it."""
+    text = reply.strip()
+    if "Correct" not in text and "Incorrect" not in text:
+        return None
+    if text.startswith("Correct"):
+        return 1
+    if text.startswith("Incorrect"):
+        return 0
+    return int("Incorrect" not in text)
+
+
+def tempcompass_judge(record: Record, response: str, judge: JudgeSpec) -> dict[str, Any]:
+    """The official ChatGPT fallback of an answer the matching rule cannot read: `{"matched": True, "rating"}` with no
+    request when it can, else the official prompt asked until a verdict (`TEMPCOMPASS_TRIES` at most: rating 0);
+    `{}` for a captioning answer (its official scoring is not reproduced)."""
+    fmt = record.meta.get("format")
+    if fmt not in _FALLBACK:
+        return {}
+    prediction = response.replace("</s>", "").strip()
+    question, answer = tempcompass_released(fmt, record.meta, record.options, record.answer, record.problem)
+    rating = tempcompass_rule(fmt, prediction, question, answer)
+    if rating is not None:
+        return {"matched": True, "rating": rating}
+    base, label = _FALLBACK[fmt]
+    prompt = f"{base}\n{label}:\n{question}\nGround-Truth Answer: {answer}\nModel Prediction: {prediction}"
+    reply = ""
+    for _ in range(TEMPCOMPASS_TRIES):
+        reply = chat(judge, TEMPCOMPASS_SYSTEM, prompt, options=TEMPCOMPASS_REQUEST).strip()
+        found = fallback_rating(reply)
+        if found is not None:
+            return {"matched": False, "reply": reply, "rating": found}
+    return {"matched": False, "reply": reply, "rating": 0}
+
+
+def tempcompass_item(row: Row) -> dict[str, Any]:
+    """multi-choice, yes/no, caption matching: the matching rule's rating, else the fallback judge's (row `official`),
+    else 0 (no judge set: the scripts' --disable_llm; an unreachable judge: its rating 0 after the retries); a failed
+    generation (no prediction) 0; `components.matched` for the match success rate. Captioning keeps evr1's judge."""
+    meta = row.get("meta") or {}
+    fmt, response = meta.get("format"), row.get("response")
+    if fmt not in _FALLBACK:
+        return {"score": float(row["score"])}
+    if response is None:
+        return {"score": 0.0, "components": {"matched": 0}}
+    prediction = response.replace("</s>", "").strip()
+    question, answer = tempcompass_released(fmt, meta, row.get("options"), row["answer"])
+    rating = tempcompass_rule(fmt, prediction, question, answer)
+    if rating is not None:
+        return {"score": float(rating), "components": {"matched": 1}}
+    return {"score": float((row.get("official") or {}).get("rating", 0)), "components": {"matched": 0}}
+
+
+def tempcompass_metrics(rows: Sequence[Row]) -> Aggregate:
+    """Accuracy over all items, by format and dimension, and the scripts' `match_success_rate`: the share of the
+    multi-choice, yes/no and caption-matching items their matching rule reads."""
+    result = agg.accuracy("format", "dimension")(rows)
+    ruled = [r for r in rows if "matched" in (r.get("components") or {})]
+    metrics = dict(result.metrics)
+    if ruled:
+        metrics["match_success_rate"] = 100.0 * sum(r["components"]["matched"] for r in ruled) / len(ruled)
+    return Aggregate(result.score, metrics, result.breakdowns)
+
+
+TEMPCOMPASS = Official(
+    "accuracy over all items, by format and dimension; multi-choice, yes/no and caption matching by the official"
+    " matching rules, an unmatched answer by the official ChatGPT fallback prompt to the judge (none set: 0, as"
+    " --disable_llm); match_success_rate",
+    tempcompass_metrics, tempcompass_item,
+    source="llyx97/TempCompass eval_multi-choice.py (commit 7bdcfa2), eval_yes_no.py (commit 75361fd),"
+           " eval_caption_matching.py (commit c2ec41e), utils/eval_utils.py and prompt_templates.py (commit 3cdb5d4)",
+    judge=tempcompass_judge, judge_optional=True,
+)
+
+
+# -- OVO-Bench (offline) ---------------------------------------------------------------------------
+
+
+def ovobench_item(row: Row) -> float:
+    """Backward and real-time questions: right when the answer letter appears anywhere in the response; REC: all the
+    digits of the response, joined, equal the count ("3 or 4" reads 34); SSR and CRR: a bare "Y" / "N", else
+    "Yes" / "No" (capitalised) anywhere in the response. No response: 0."""
+    response = row.get("response")
+    if response is None:
+        return 0.0
+    kind, answer = row.get("problem_type"), row["answer"]
+    if kind == "numerical":
+        return float("".join(re.findall(r"\d+", response)) == str(int(float(answer))))
+    if kind == "boolean":
+        yes = str(answer).strip().lower() == "yes"
+        if response == ("Y" if yes else "N"):
+            return 1.0
+        return float(("Yes" if yes else "No") in response)
+    return float(str(answer) in response)
+
+
+def ovobench_tasks(rows: Sequence[Row]) -> Aggregate:
+    """Each task's accuracy; each category's mean of its tasks; the headline "Total Avg." is the mean over all the
+    tasks (as the official script prints it), `category_mean` the mean of the three category means."""
+    cats = {label: agg.breakdown(members, "task") for label, members in agg.groups(rows, "category").items()}
+    tasks = [s for per in cats.values() for s, _ in per.values()]
+    metrics = {label: sum(s for s, _ in per.values()) / len(per) for label, per in cats.items()}
+    total = sum(tasks) / len(tasks) if tasks else 0.0
+    metrics = {"Total Avg.": total, **metrics, "category_mean": sum(metrics.values()) / len(metrics) if metrics else 0.0}
+    return Aggregate(total, metrics, {k: agg.breakdown(rows, k) for k in ("category", "task")})
+
+
+OVOBENCH = Official(
+    "Total Avg.: mean over the tasks of their accuracies (letter anywhere in the response; REC digits; SSR/CRR"
+    " Yes/No), with each category's mean of its tasks",
+    ovobench_tasks, ovobench_item,
+    source="JoeLeelyf/OVO-Bench utils/OVOBenchScore.py (commit 19677d2, OVOBenchOfflineScore)",
+)

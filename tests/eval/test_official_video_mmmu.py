@@ -1,0 +1,83 @@
+"""Video-MMMU's numeric answers as the official scorer reads them (`evr1.eval.official_formats`: the MMMU open-answer
+parser of lmms-eval's videommmu task, which the authors' copy runs too): hand-worked cases, the drop of an empty
+answer, and equality with lmms-eval's own `parse_open_response` + `eval_open` on generated texts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evr1.eval import official_formats as formats
+from evr1.eval.protocols import block
+from evr1.registry import BENCHMARKS
+
+
+@pytest.mark.parametrize(("answer", "response", "right"), [
+    ("42", "The answer is 42.", True),  # the shortest tail after a key phrase: "42"
+    ("42", "42.0", True),  # floats compared rounded to 2 decimals
+    ("42", "forty-two", False),  # words are no number
+    ("3", "There are 3 cats and 4 dogs", True),  # every number of a key part is a prediction...
+    ("4", "There are 3 cats and 4 dogs", True),  # ...so a hedge is right for both
+    ("1,000", "It is 1,000 meters", True),  # comma-grouped numbers read whole
+    ("2.5", "x = 2.499", True),  # "=" is a key phrase on the last line; 2.499 rounds to 2.5
+    ("12", "12 = 3 * 4\nso the total is 24", False),  # "=" only on the last line; "is " gives the shortest tail "24"
+    ("7", "Final answer: 7", True),  # "final " -> "answer: 7", its number 7
+    ("10", "The result is 100", False),
+    ("blue", "The color is Blue.", True),  # text: lower case, contained
+    ("b", "the answer is b", True), ("b", "the answer is bob", False),  # one character: " b" / "b " only
+    ("0.5", "1/2", False),  # a fraction is no number here
+])
+def test_mmmu_open_answer_table(answer: str, response: str, right: bool) -> None:
+    assert formats.mmmu_open_right(response, answer) is right
+
+
+def _row(answer: Any, response: str | None, track: str, ptype: str = "numerical", score: float = 0.0) -> dict[str, Any]:
+    return {"id": "x", "problem_type": ptype, "response": response, "answer": answer, "score": score, "error": None,
+            "parsed": response or None, "options": ["x", "y"] if ptype == "multiple_choice" else None,
+            "meta": {"track": track}}
+
+
+def test_empty_numeric_answers_are_dropped_per_track() -> None:
+    rows = [_row("42", "It is 42", "Perception"), _row("42", "", "Perception"),  # "": lmms-eval's "API Error"
+            _row("7", None, "Comprehension", score=0.0),  # a failed generation reaches lmms-eval as "": dropped
+            _row("7", "<think>7?</think>", "Comprehension"),  # nothing left once the thinking is removed: dropped
+            _row("A", "", "Comprehension", "multiple_choice"),  # an empty multiple-choice answer is counted, wrong
+            _row("B", "B", "Adaptation", "multiple_choice", score=1.0)]
+    got = block(BENCHMARKS.get("video_mmmu"), rows, "official")
+    assert (got["n"], got["dropped"]) == (3, 3)
+    assert {k: v["score"] for k, v in got["breakdowns"]["track"].items()} == {"Perception": 100.0, "Comprehension": 0.0,
+                                                                             "Adaptation": 100.0}
+    assert got["score"] == pytest.approx(200 / 3)
+
+
+_PIECES = st.sampled_from(["42", "3", "1,000", "2.5", "0", "-7", ".5", "1e3", "1,5", " ", "\n", ".", ",", "is ", "so ",
+                           "= ", "answer ", "total ", "The ", "result ", "B", "b", "blue", "cats", ": ", "and "])
+_ANSWERS = st.sampled_from(["42", "3", "1,000", "2.5", "0", "-7", "0.5", "1000", "blue", "b", "cats"])
+
+
+def _lmms_open_parser() -> tuple[Callable, Callable]:
+    """lmms-eval's `parse_open_response` and `eval_open` (the task module reads HF_HOME when imported: set for that)."""
+    unset = "HF_HOME" not in os.environ
+    os.environ.setdefault("HF_HOME", "/nonexistent-hf-home")
+    try:
+        from lmms_eval.tasks.videommmu.utils import eval_open, parse_open_response
+    finally:
+        if unset:
+            del os.environ["HF_HOME"]
+    return parse_open_response, eval_open
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_PIECES, min_size=1, max_size=12).map("".join), _ANSWERS)
+def test_equals_lmms_evals_open_answer_parser(response: str, answer: str) -> None:
+    parse_open_response, eval_open = _lmms_open_parser()
+    parsed = parse_open_response(response)
+    if parsed == "API Error":
+        assert response in formats.MMMU_DROPPED
+        return
+    assert formats.mmmu_open_right(response, answer) is eval_open(answer, parsed)

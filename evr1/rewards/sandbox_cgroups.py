@@ -6,12 +6,19 @@ cgroup v2: our own cgroup (the "0::PATH" line of /proc/self/cgroup) must already
 hierarchy (`memory.limit_in_bytes`, and `memory.memsw.limit_in_bytes` where swap is accounted) and one in
 `pids` (`pids.max`). `find` tries v2 then v1 by creating and removing a probe cgroup, and returns None when
 neither works; the sandbox's rlimits then stand alone.
+
+A sandbox's cgroups are named `evr1-sandbox-<pid of the process that made them>-<token>` and removed when the
+sandbox ends; `find` also removes those left by a process that died before it could (its sandboxes' processes
+are killed first), so a crashed reward worker leaves nothing behind beyond the next start.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import secrets
+import signal
 import time
 from pathlib import Path
 
@@ -56,10 +63,32 @@ class Cgroups:
             try:
                 for folder in candidate.create(64, 8):
                     cls.remove(folder)
-                return candidate
             except OSError:
                 continue
+            candidate.sweep()
+            return candidate
         return None
+
+    def sweep(self) -> list[Path]:
+        """Remove the sandbox cgroups whose maker is dead, killing what still runs in them; the folders removed."""
+        removed = []
+        for parent in self.parents.values():
+            for folder in parent.glob("evr1-sandbox-*-*"):
+                maker = folder.name.split("-")[2]
+                if not maker.isdigit() or _alive(int(maker)):
+                    continue
+                try:
+                    pids = (folder / "cgroup.procs").read_text().split()
+                except OSError:
+                    pids = []
+                for pid in pids:
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (OSError, ValueError):
+                        pass
+                if self.remove(folder):
+                    removed.append(folder)
+        return removed
 
     def create(self, memory_mb: int, processes: int) -> list[Path]:
         """New child cgroups for one sandbox with these limits (their `cgroup.procs` are where it joins)."""
@@ -68,7 +97,7 @@ class Cgroups:
         folders: list[Path] = []
         try:
             for kind, parent in self.parents.items():
-                folder = parent / f"evr1-sandbox-{token}"
+                folder = parent / f"evr1-sandbox-{os.getpid()}-{token}"
                 folder.mkdir()
                 folders.append(folder)
                 for name, value, required in _SETTINGS[kind]:
@@ -82,14 +111,29 @@ class Cgroups:
         return folders
 
     @staticmethod
-    def remove(folder: Path) -> None:
-        """Remove a sandbox's cgroup once its processes are gone (a short wait for the kernel to release it)."""
+    def remove(folder: Path) -> bool:
+        """Remove a sandbox's cgroup once its processes are gone (waiting while the kernel reports it busy);
+        False, with a warning, when it stays."""
         for attempt in range(50):
             try:
                 folder.rmdir()
-                return
+                return True
             except FileNotFoundError:
-                return
-            except OSError:
+                return True
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    logger.warning("could not remove the sandbox cgroup %s: %s", folder, exc)
+                    return False
                 time.sleep(0.01 * (attempt + 1))
-        logger.warning("could not remove the sandbox cgroup %s", folder)
+        logger.warning("could not remove the sandbox cgroup %s: its processes did not end", folder)
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True

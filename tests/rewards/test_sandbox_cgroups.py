@@ -101,3 +101,20 @@ def test_a_sandbox_here_is_limited_by_its_own_cgroups_and_leaves_none() -> None:
         process.close()
         deadline.close()
     assert not any(folder.exists() for folder in folders)
+
+
+def test_a_sandbox_that_cannot_start_leaves_no_cgroup() -> None:
+    sandbox = Bubblewrap(memory_mb=200, processes=8, file_mb=4)
+    if sandbox.cgroups is None:
+        assert sandbox.limits.startswith("rlimits")
+        return
+    sandbox.bwrap = "/nonexistent/bwrap"  # the cgroups are made, then the sandbox fails to start
+    deadline = Deadline(60)
+    try:
+        process = sandbox.start("print(1)", deadline)
+        assert process.wait() == 127 and process.output(1 << 10) == b""
+        process.close()
+    finally:
+        deadline.close()
+    for parent in sandbox.cgroups.parents.values():
+        assert not list(parent.glob(f"evr1-sandbox-{os.getpid()}-*"))

@@ -7,9 +7,11 @@ hierarchy (`memory.limit_in_bytes`, and `memory.memsw.limit_in_bytes` where swap
 `pids` (`pids.max`). `find` tries v2 then v1 by creating and removing a probe cgroup, and returns None when
 neither works; the sandbox's rlimits then stand alone.
 
-A sandbox's cgroups are named `evr1-sandbox-<pid of the process that made them>-<token>` and removed when the
-sandbox ends; `find` also removes those left by a process that died before it could (its sandboxes' processes
-are killed first), so a crashed reward worker leaves nothing behind beyond the next start.
+A sandbox's cgroups are named `evr1-sandbox-<maker>-<token>`, the maker being the PID namespace and PID of the
+process that made them, and removed when the sandbox ends; `find` also removes those left by a process of its
+own PID namespace that died before it could (their processes are killed first), so a crashed reward worker
+leaves nothing behind beyond the next start. Cgroups made in another PID namespace (another container sharing
+the hierarchy) are never touched: their PIDs mean nothing here.
 """
 
 from __future__ import annotations
@@ -72,9 +74,10 @@ class Cgroups:
     def sweep(self) -> list[Path]:
         """Remove the sandbox cgroups whose maker is dead, killing what still runs in them; the folders removed."""
         removed = []
+        prefix = f"evr1-sandbox-{_pid_namespace()}."
         for parent in self.parents.values():
-            for folder in parent.glob("evr1-sandbox-*-*"):
-                maker = folder.name.split("-")[2]
+            for folder in parent.glob(f"{prefix}*-*"):
+                maker = folder.name[len(prefix) :].split("-")[0]
                 if not maker.isdigit() or _alive(int(maker)):
                     continue
                 try:
@@ -97,7 +100,7 @@ class Cgroups:
         folders: list[Path] = []
         try:
             for kind, parent in self.parents.items():
-                folder = parent / f"evr1-sandbox-{os.getpid()}-{token}"
+                folder = parent / f"evr1-sandbox-{_maker()}-{token}"
                 folder.mkdir()
                 folders.append(folder)
                 for name, value, required in _SETTINGS[kind]:
@@ -127,6 +130,15 @@ class Cgroups:
                 time.sleep(0.01 * (attempt + 1))
         logger.warning("could not remove the sandbox cgroup %s: its processes did not end", folder)
         return False
+
+
+def _pid_namespace() -> int:
+    return os.stat("/proc/self/ns/pid").st_ino
+
+
+def _maker() -> str:
+    """This process in a cgroup's name: `<PID namespace>.<PID>`."""
+    return f"{_pid_namespace()}.{os.getpid()}"
 
 
 def _alive(pid: int) -> bool:

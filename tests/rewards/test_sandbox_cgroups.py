@@ -3,12 +3,11 @@ no delegated v2), the clean-up of a dead maker's cgroups, and the real v1 limits
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from evr1.rewards.sandbox_cgroups import Cgroups
+from evr1.rewards.sandbox_cgroups import Cgroups, _maker, _pid_namespace
 from evr1.rewards.sandbox_local import Bubblewrap, Deadline
 
 
@@ -19,7 +18,7 @@ def _own(tmp_path: Path, text: str) -> Path:
 
 
 def _only(folder: Path) -> Path:
-    [made] = [d for d in folder.iterdir() if d.name.startswith(f"evr1-sandbox-{os.getpid()}-")]
+    [made] = [d for d in folder.iterdir() if d.name.startswith(f"evr1-sandbox-{_maker()}-")]
     return made
 
 
@@ -57,13 +56,14 @@ def test_v2_without_delegated_controllers_falls_back_to_v1(tmp_path: Path) -> No
 def test_the_cgroups_of_a_dead_maker_are_removed(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    parent = tmp_path / "pids"
-    stale, mine, foreign = (parent / f"evr1-sandbox-{dead.pid}-abc", parent / f"evr1-sandbox-{os.getpid()}-def",
-                            parent / "someone-else")  # fmt: skip
-    for folder in (stale, mine, foreign):
+    parent, ns = tmp_path / "pids", _pid_namespace()
+    stale, mine = parent / f"evr1-sandbox-{ns}.{dead.pid}-abc", parent / f"evr1-sandbox-{_maker()}-def"
+    elsewhere = parent / f"evr1-sandbox-{ns + 1}.{dead.pid}-ghi"  # another PID namespace's: its PIDs are not ours
+    others = parent / "someone-else"
+    for folder in (stale, mine, elsewhere, others):
         folder.mkdir(parents=True)
     assert Cgroups("cgroup v1", {"pids": parent}).sweep() == [stale]
-    assert sorted(parent.iterdir()) == [mine, foreign]
+    assert sorted(parent.iterdir()) == sorted([mine, elsewhere, others])
 
 
 FORKS = """import os, sys, time
@@ -117,4 +117,4 @@ def test_a_sandbox_that_cannot_start_leaves_no_cgroup() -> None:
     finally:
         deadline.close()
     for parent in sandbox.cgroups.parents.values():
-        assert not list(parent.glob(f"evr1-sandbox-{os.getpid()}-*"))
+        assert not list(parent.glob(f"evr1-sandbox-{_maker()}-*"))

@@ -206,9 +206,10 @@ def verify(
 
 @app.command()
 def prune(path: Annotated[Path, typer.Argument(help="Cache directory.")]) -> None:
-    """Remove every entry of an older cache schema (never read by this evr1). The file keeps its size;
-    later builds reuse the freed space."""
+    """Remove every entry of an older cache schema (never read by this evr1), and the recorded source files no entry
+    refers to any more. The file keeps its size; later builds reuse the freed space."""
     from evr1.data.cache_verify import prune_cache
 
-    removed, entries = prune_cache(path)
-    console.print(f"cache {path}: removed {removed} of {entries} entries (older schema)")
+    done = prune_cache(path)
+    console.print(f"cache {path}: removed {done.entries_removed} of {done.entries} entries (older schema) and"
+                  f" {done.sources_removed} of {done.sources} source records (no entry refers to them)")

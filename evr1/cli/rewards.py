@@ -98,7 +98,7 @@ def score(
     settings: Annotated[list[str] | None, typer.Option("--set", "-s", help="RewardSpec field: [reward.]PATH=VALUE, e.g. format=partial, judge.base_url=...")] = None,
     routes: Annotated[list[str] | None, typer.Option("--route", help="TYPE=REWARD, e.g. open_ended=open_ended_judge.")] = None,
     experiment: ExperimentOption = None,
-    out: Annotated[Path | None, typer.Option(help="Write one JSON line per sample (score, components, error).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write one JSON line per sample (score, components, error, note).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON instead of a table.")] = False,
 ) -> None:
     """Score a file of (response, record) pairs and print a per-type summary.
@@ -139,7 +139,7 @@ def _report(router: Any, inputs: list[Any], outputs: list[Any], out: Path | None
         with out.open("w", encoding="utf-8") as f:
             for inp, o in zip(inputs, outputs):
                 row = {"sample_id": inp.sample_id, "problem_type": inp.problem_type.value, "score": o.score,
-                       "components": o.components, "error": o.error, "applicable": o.applicable}  # fmt: skip
+                       "components": o.components, "error": o.error, "applicable": o.applicable, "note": o.note}  # fmt: skip
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
     metrics = router.metrics(inputs, outputs)
     if as_json:
@@ -147,11 +147,12 @@ def _report(router: Any, inputs: list[Any], outputs: list[Any], out: Path | None
     else:
         routes = {t.value: router.route(t) for t in {inp.problem_type for inp in inputs}}
         console.print(summary_table(metrics, routes))
-    failed = [o.error for o in outputs if o.error]
-    for error in failed[:MAX_ERRORS_SHOWN]:
-        err_console.print(error)
-    if len(failed) > MAX_ERRORS_SHOWN:
-        err_console.print(f"... and {len(failed) - MAX_ERRORS_SHOWN} more errors" + (f" (all in {out})" if out else " (--out writes all)"))
+    for what, said in (("errors", [o.error for o in outputs if o.error]),
+                       ("notes", [f"sample {i.sample_id}: {o.note}" for i, o in zip(inputs, outputs) if o.note])):  # fmt: skip
+        for line in said[:MAX_ERRORS_SHOWN]:
+            err_console.print(line)
+        if len(said) > MAX_ERRORS_SHOWN:
+            err_console.print(f"... and {len(said) - MAX_ERRORS_SHOWN} more {what}" + (f" (all in {out})" if out else " (--out writes all)"))
 
 
 @contextmanager
@@ -207,6 +208,7 @@ def describe(
     import inspect
 
     from evr1.registry import REWARDS, UnknownNameError
+    from evr1.rewards.contract import status_of
 
     if experiment is not None:
         import_experiment(experiment)
@@ -227,6 +229,9 @@ def describe(
     policy = inspect.getdoc(module) if module is not None else None
     if policy:
         lines += ["", f"policy ({module.__name__}):", policy]  # type: ignore[union-attr]
+    status = status_of(REWARDS.get(name))
+    if status is not None:
+        lines += ["", "here:", *(f"  {line}" for line in status(build_spec([], [], experiment)))]
     console.print("\n".join(lines), markup=False)
 
 

@@ -184,6 +184,15 @@ def entry_schema(value: memoryview | bytes) -> Any:
         return None
 
 
+def _source_content(value: memoryview | bytes) -> str | None:
+    """The source content digest an encoded entry's header names (None when it names none or is unreadable)."""
+    try:
+        source = _header(memoryview(value))[0].get("source")
+    except (CacheError, struct.error):
+        return None
+    return source.get("content") if isinstance(source, dict) else None
+
+
 def decode_entry(value: memoryview | bytes) -> tuple[dict[str, Any], memoryview]:
     """The header and a zero-copy view of the raw bytes of one cache value, checked against its digest."""
     view = memoryview(value)
@@ -417,6 +426,21 @@ class TensorCache:
         with self._txn(_SOURCES, write=True) as txn:
             for key, value in digests.items():
                 txn.put(key, value.encode())
+
+    def prune_sources(self) -> tuple[int, int]:
+        """Remove the `sources` rows whose content digest no entry's header names, in one transaction; returns
+        (removed, rows before). An entry with an unreadable header names none (a rebuild records its source again)."""
+        with self._txn(buffers=True) as txn:
+            named = {_source_content(v) for _, v in txn.cursor()}
+        self._open()
+        if self._dbs[_SOURCES] is None:
+            return 0, 0
+        with self._txn(_SOURCES, write=True) as txn:
+            rows = [(bytes(k), bytes(v).decode()) for k, v in txn.cursor()]
+            unused = [key for key, content in rows if content not in named]
+            for key in unused:
+                txn.delete(key)
+        return len(unused), len(rows)
 
     def schemas(self) -> dict[bytes, Any]:
         """The schema of every entry, read from the headers (payloads are not copied)."""

@@ -8,6 +8,7 @@ import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from evr1.data.cache import SCHEMA_VERSION, CacheError, DamagedEntryError, SourceDigests, TensorCache, entry_schema
 from evr1.data.media import Geometry, MediaError
@@ -73,17 +74,25 @@ def _verify(store: TensorCache, sample: int, decode: bool, seed: int) -> VerifyR
     return result
 
 
-def prune_cache(path: str | Path) -> tuple[int, int]:
-    """Remove every entry of an older cache schema (entries a newer evr1 wrote are kept); returns (removed,
-    entries before)."""
+class Pruned(NamedTuple):
+    entries_removed: int
+    entries: int  # before
+    sources_removed: int
+    sources: int  # before
+
+
+def prune_cache(path: str | Path) -> Pruned:
+    """Remove every entry of an older cache schema (entries a newer evr1 wrote are kept), then every `sources`
+    row (a source file's recorded fingerprint) that no remaining entry refers to."""
     store = TensorCache(path, write=True)
     try:
         schemas = store.schemas()
         old = [key for key, schema in schemas.items() if isinstance(schema, int) and schema < SCHEMA_VERSION]
         store.delete(old)
+        sources_removed, sources = store.prune_sources()
     finally:
         store.close()
-    return len(old), len(schemas)
+    return Pruned(len(old), len(schemas), sources_removed, sources)
 
 
 def _prepare_again(header: dict, file: Path) -> bytes:

@@ -9,7 +9,7 @@ Pure Python: nothing here imports torch or Ray. Scorers load their libraries (ro
 jiwer, math-verify) on first use.
 """
 
-from evr1.rewards.contract import RewardInput, RewardOutput, per_sample, with_spec_check, with_warm_up
+from evr1.rewards.contract import RewardInput, RewardOutput, per_sample, with_spec_check, with_status, with_warm_up
 from evr1.rewards.extract import Extraction, extract_answer
 from evr1.rewards.router import RewardRouter, RewardScoringError
 
@@ -22,5 +22,6 @@ __all__ = [
     "extract_answer",
     "per_sample",
     "with_spec_check",
+    "with_status",
     "with_warm_up",
 ]

@@ -19,7 +19,7 @@ from evr1.rewards import (
     spatio_temporal,
     temporal_grounding,
 )
-from evr1.rewards.contract import per_sample, with_spec_check, with_warm_up
+from evr1.rewards.contract import per_sample, with_spec_check, with_status, with_warm_up
 from evr1.rewards.format_reward import format_score
 
 REWARDS.register("multiple_choice", per_sample(multiple_choice.score))
@@ -33,7 +33,7 @@ REWARDS.register("open_ended", with_warm_up(per_sample(open_ended.score), open_e
 REWARDS.register("math", math_reward.score)
 REWARDS.register("ocr", per_sample(ocr.score))
 REWARDS.register("boolean", per_sample(boolean.score))
-REWARDS.register("code", code_reward.score)
+REWARDS.register("code", with_status(code_reward.score, code_reward.status))
 REWARDS.register("preference", per_sample(preference.score))
 REWARDS.register("open_ended_judge", with_spec_check(judge_rewards.open_ended_judge, judge_rewards.check_spec))
 REWARDS.register("open_ended_verdict_judge",

@@ -7,7 +7,8 @@ last fenced code block, else the whole answer. Python scores the fraction of tes
 `code_sandbox` (the answer in a sandbox, the tests in another process); a solution that runs out of
 time passes nothing, and one that hits a limit or dies keeps the tests it passed before. A sandbox
 that cannot start, or a remote one that fails, fails that sample alone (with its reason); a sandbox
-that is unavailable here refuses the batch with a ConfigError naming the options. With
+that is unavailable here refuses the batch with a ConfigError naming the options. A Python answer that
+did not get to run every test (a timeout, a limit, its process died) says why in its output's `note`. With
 `RewardSpec.code.execute` off, Python problems are not applicable (None).
 """
 
@@ -19,8 +20,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from evr1.errors import ConfigError
 from evr1.rewards import markup_compare
 from evr1.rewards.code_sandbox import run_python, sandbox_for
+from evr1.rewards.contract import RewardOutput
 from evr1.rewards.extract import answer_of
 
 if TYPE_CHECKING:
@@ -92,9 +95,12 @@ def _one(inp: RewardInput, spec: RewardSpec) -> ScorerValue:
         result = run_python(code, tests=tests, cases=cases, spec=spec.code)
     except Exception as exc:  # noqa: BLE001  (the sandbox's failure, not the answer's: this sample alone fails)
         return exc
-    if result.reason:
-        logger.debug("code sample %s: %d/%d tests passed (%s)", inp.sample_id, result.passed, result.total, result.reason)
-    return result.passed / result.total if result.total else 0.0
+    accuracy = result.passed / result.total if result.total else 0.0
+    if not result.reason:
+        return accuracy
+    note = f"{result.passed}/{result.total} tests passed: {result.reason}"
+    logger.debug("code sample %s: %s", inp.sample_id, note)
+    return RewardOutput(accuracy, {"accuracy": accuracy}, note=note)
 
 
 def _runs_python(inp: RewardInput) -> bool:
@@ -110,3 +116,14 @@ def score(inputs: Sequence[RewardInput], spec: RewardSpec) -> list[ScorerValue]:
         sandbox_for(spec.code)  # refuses the batch when answers cannot be isolated here
     with ThreadPoolExecutor(max_workers=max(1, min(spec.code.workers, len(inputs)))) as threads:
         return list(threads.map(lambda inp: _one(inp, spec), inputs))
+
+
+def status(spec: RewardSpec) -> list[str]:
+    """Where Python answers run here under `spec`, and the limits in force (for `evr1 rewards describe`)."""
+    if not spec.code.execute:
+        return ["python answers: not run (reward.code.execute=False)"]
+    try:
+        backend = sandbox_for(spec.code)
+    except ConfigError as exc:
+        return [f"python answers: refused here: {exc}"]
+    return [f"python answers run in: {backend.name}", f"limits in force: {backend.limits}"]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 PER_SAMPLE_ATTR = "__evr1_per_sample__"
 SPEC_CHECK_ATTR = "__evr1_check_spec__"
 WARM_UP_ATTR = "__evr1_warm_up__"
+STATUS_ATTR = "__evr1_status__"
 
 # What a box's numbers count: pixels of the image as the model saw it (resized), a 0-1000 grid over
 # the image, or fractions of it.
@@ -154,7 +155,8 @@ class RewardOutput:
     """A score in [0, 1] and its named components (at least `accuracy` and `format` from the router).
 
     `applicable=False` marks a sample the routed scorer declined (score 0, excluded from means);
-    `error` holds why a scorer failed (score 0) and `timed_out` whether it ran out of time.
+    `error` holds why a scorer failed (score 0) and `timed_out` whether it ran out of time. `note` is the
+    scorer's word on a sample it did score, when it has one (a code answer that timed out or hit a limit).
     """
 
     score: float
@@ -162,6 +164,7 @@ class RewardOutput:
     error: str | None = None
     applicable: bool = True
     timed_out: bool = False
+    note: str | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.score, (int, float)) and 0.0 <= self.score <= 1.0):
@@ -274,3 +277,14 @@ def with_warm_up(reward: RewardFn, warm_up: Callable[[], None]) -> RewardFn:
 
 def warm_up_of(reward: RewardFn) -> Callable[[], None] | None:
     return getattr(reward, WARM_UP_ATTR, None)
+
+
+def with_status(reward: RewardFn, status: Callable[[RewardSpec], list[str]]) -> RewardFn:
+    """Attach `status(spec)`: lines on how the reward runs on this machine under `spec` (e.g. the code sandbox
+    and the limits in force), which `evr1 rewards describe` prints."""
+    setattr(reward, STATUS_ATTR, status)
+    return reward
+
+
+def status_of(reward: RewardFn) -> Callable[[RewardSpec], list[str]] | None:
+    return getattr(reward, STATUS_ATTR, None)

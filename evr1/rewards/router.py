@@ -8,7 +8,7 @@ accuracy and format components (weights normalised to sum 1; format `none` drops
 component under its name). A reward that raises or times out (a route's or an extra one) gives
 that sample score 0 with `error` set, is logged with the sample id and counted in the metrics;
 with `fail_on_error` the step fails instead. A route the sample does not apply to (None) makes
-the whole sample not applicable.
+the whole sample not applicable. A route's `RewardOutput.note` (why a scored sample scored as it did) is kept.
 """
 
 from __future__ import annotations
@@ -96,9 +96,11 @@ class RewardRouter:
     def _combine(self, name: str, inp: RewardInput, index: int, value: Any, extras: Sequence[Any]) -> RewardOutput:
         fmt = format_score(inp, self.spec)
         components: dict[str, float] = {}
+        note = None
         if isinstance(value, RewardOutput) and value.applicable and not value.error:
             components = {k: float(v) for k, v in value.components.items()}
             fmt = components.get("format", fmt)
+            note = value.note
         value = _value(value)
         if value is None:
             return RewardOutput(0.0, {"accuracy": 0.0, "format": fmt}, applicable=False)
@@ -116,7 +118,8 @@ class RewardRouter:
         wa, wf = self._weights
         weights = wa + wf + sum(self.extra[n] for n in applied)
         total = (wa * accuracy + wf * fmt + sum(self.extra[n] * v for n, v in applied.items())) / weights
-        return RewardOutput(min(1.0, max(0.0, total)), {**components, **applied, "accuracy": accuracy, "format": fmt})
+        components = {**components, **applied, "accuracy": accuracy, "format": fmt}
+        return RewardOutput(min(1.0, max(0.0, total)), components, note=note)
 
     def metrics(self, inputs: Sequence[RewardInput], outputs: Sequence[RewardOutput]) -> dict[str, float]:
         """`reward/<type>/<component>` means (scored samples), `score`, counts of errors/timeouts."""

@@ -6,12 +6,21 @@ cgroup v2: our own cgroup (the "0::PATH" line of /proc/self/cgroup) must already
 hierarchy (`memory.limit_in_bytes`, and `memory.memsw.limit_in_bytes` where swap is accounted) and one in
 `pids` (`pids.max`). `find` tries v2 then v1 by creating and removing a probe cgroup, and returns None when
 neither works; the sandbox's rlimits then stand alone.
+
+A sandbox's cgroups are named `evr1-sandbox-<maker>-<token>`, the maker being the PID namespace and PID of the
+process that made them, and removed when the sandbox ends; `find` also removes those left by a process of its
+own PID namespace that died before it could (their processes are killed first), so a crashed reward worker
+leaves nothing behind beyond the next start. Cgroups made in another PID namespace (another container sharing
+the hierarchy) are never touched: their PIDs mean nothing here.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import secrets
+import signal
 import time
 from pathlib import Path
 
@@ -56,10 +65,33 @@ class Cgroups:
             try:
                 for folder in candidate.create(64, 8):
                     cls.remove(folder)
-                return candidate
             except OSError:
                 continue
+            candidate.sweep()
+            return candidate
         return None
+
+    def sweep(self) -> list[Path]:
+        """Remove the sandbox cgroups whose maker is dead, killing what still runs in them; the folders removed."""
+        removed = []
+        prefix = f"evr1-sandbox-{_pid_namespace()}."
+        for parent in self.parents.values():
+            for folder in parent.glob(f"{prefix}*-*"):
+                maker = folder.name[len(prefix) :].split("-")[0]
+                if not maker.isdigit() or _alive(int(maker)):
+                    continue
+                try:
+                    pids = (folder / "cgroup.procs").read_text().split()
+                except OSError:
+                    pids = []
+                for pid in pids:
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (OSError, ValueError):
+                        pass
+                if self.remove(folder):
+                    removed.append(folder)
+        return removed
 
     def create(self, memory_mb: int, processes: int) -> list[Path]:
         """New child cgroups for one sandbox with these limits (their `cgroup.procs` are where it joins)."""
@@ -68,7 +100,7 @@ class Cgroups:
         folders: list[Path] = []
         try:
             for kind, parent in self.parents.items():
-                folder = parent / f"evr1-sandbox-{token}"
+                folder = parent / f"evr1-sandbox-{_maker()}-{token}"
                 folder.mkdir()
                 folders.append(folder)
                 for name, value, required in _SETTINGS[kind]:
@@ -82,14 +114,38 @@ class Cgroups:
         return folders
 
     @staticmethod
-    def remove(folder: Path) -> None:
-        """Remove a sandbox's cgroup once its processes are gone (a short wait for the kernel to release it)."""
+    def remove(folder: Path) -> bool:
+        """Remove a sandbox's cgroup once its processes are gone (waiting while the kernel reports it busy);
+        False, with a warning, when it stays."""
         for attempt in range(50):
             try:
                 folder.rmdir()
-                return
+                return True
             except FileNotFoundError:
-                return
-            except OSError:
+                return True
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    logger.warning("could not remove the sandbox cgroup %s: %s", folder, exc)
+                    return False
                 time.sleep(0.01 * (attempt + 1))
-        logger.warning("could not remove the sandbox cgroup %s", folder)
+        logger.warning("could not remove the sandbox cgroup %s: its processes did not end", folder)
+        return False
+
+
+def _pid_namespace() -> int:
+    return os.stat("/proc/self/ns/pid").st_ino
+
+
+def _maker() -> str:
+    """This process in a cgroup's name: `<PID namespace>.<PID>`."""
+    return f"{_pid_namespace()}.{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True

@@ -95,6 +95,12 @@ class Process:
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                          cwd=cwd, env=ENV, start_new_session=True, pass_fds=(write_info,) if info else ())  # fmt: skip
+        except BaseException:
+            for group in self._cgroups:  # nothing started: the cgroups are ours to remove
+                Cgroups.remove(group)
+            if info:
+                os.close(read_info)
+            raise
         finally:
             if info:
                 os.close(write_info)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from evr1.data import cache as cache_module
-from evr1.data.cache import TensorCache, entry_schema
+from evr1.data.cache import TensorCache, entry_schema, file_digest
 from evr1.data.cache_build import build_cache
 from evr1.data.loader import family_processors
 from evr1.data.records import MediaRef, Record
@@ -45,14 +45,26 @@ def test_old_schema_entries_are_stale_not_bad_and_prune_removes_them(media_root:
     assert "checked 3 of 3 entries: 0 bad, 0 with a changed or missing source, 2 of an older schema" in verify.stdout
     assert f"remove them with `evr1 cache prune {cache.path}`" in " ".join(verify.stdout.split())
 
+    store = TensorCache(cache.path)
+    sources = _sources(store)
+    store.close()
+    assert sorted(sources.values()) == sorted({file_digest(media_root / n) for n in ("small.mp4", "tall.mp4")})
     pruned = cache_cli("prune", cache.path)
     assert pruned.returncode == 0, pruned.stderr
-    assert "removed 2 of 3 entries (older schema)" in pruned.stdout
+    assert ("removed 2 of 3 entries (older schema) and 1 of 2 source records (no entry refers to them)"
+            in " ".join(pruned.stdout.split()))  # fmt: skip
     store = TensorCache(cache.path)
     assert list(store.schemas().values()) == [cache_module.SCHEMA_VERSION] and old_key not in store
+    assert list(_sources(store).values()) == [file_digest(media_root / "small.mp4")]  # tall.mp4's went with its entry
     store.close()
     verify = cache_cli("verify", cache.path, "--sample", "0")
     assert verify.returncode == 0 and "checked 1 of 1 entries: 0 bad, 0 with a changed or missing source, 0 of an older" in verify.stdout
+
+
+def _sources(store: TensorCache) -> dict[bytes, str]:
+    """The `sources` table: stat fingerprint -> content digest."""
+    with store._txn(cache_module._SOURCES) as txn:
+        return {bytes(k): bytes(v).decode() for k, v in txn.cursor()}
 
 
 def test_entry_schema_reads_only_the_header() -> None:
@@ -76,7 +88,7 @@ def test_entries_of_a_newer_evr1_are_kept_and_named(media_root: Path, tmp_path: 
     build_cache([record], video=VIDEO, image=IMAGE, cache=cache, processor=procs, data_root=media_root, workers=0, progress=False)
     result = verify_cache(cache.path, sample=0)
     assert (len(result.problems), len(result.old_schema), len(result.newer_schema)) == (0, 1, 1)
-    assert prune_cache(cache.path) == (1, 3)
+    assert prune_cache(cache.path) == (1, 3, 0, 1)  # the one source row is still referred to
     store = TensorCache(cache.path)
     assert sorted(store.schemas().values()) == [cache_module.SCHEMA_VERSION, cache_module.SCHEMA_VERSION + 1]
     store.close()

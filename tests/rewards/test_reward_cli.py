@@ -193,3 +193,19 @@ def test_experiment_option_imports_its_rewards_and_settings(project: Path, pairs
     assert "Half marks for everything." in out.stdout and "halfexp.py" in out.stdout
     out = _run_in(project, EVR1, "rewards", "routes", "--experiment", "halfexp")
     assert any(line.split() == ["numerical", "clitest/half"] for line in out.stdout.splitlines())
+
+
+def test_a_code_sample_says_why_it_scored_zero_and_describe_says_where_code_runs(tmp_path: Path) -> None:
+    pairs, rows = tmp_path / "code.jsonl", tmp_path / "rows.jsonl"
+    tests = {"language": "python", "tests": ["assert f(1) == 2"]}
+    pairs.write_text(json.dumps({"id": "loop", "problem": "Write f.", "problem_type": "code", "answer": tests,
+                                 "response": "<answer>while True:\n    pass</answer>"}) + "\n")  # fmt: skip
+    out = _run(EVR1, "rewards", "score", str(pairs), "--set", "code.timeout_s=2", "--out", str(rows))
+    assert out.returncode == 0, out.stderr
+    assert "sample loop: 0/1 tests passed: timed out after 2 s" in out.stderr.splitlines()
+    [row] = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert (row["components"]["accuracy"], row["error"], row["note"]) == (0.0, None, "0/1 tests passed: timed out after 2 s")
+    out = _run(EVR1, "rewards", "describe", "code")
+    assert out.returncode == 0, out.stderr
+    here = out.stdout.split("\nhere:\n")[1].splitlines()
+    assert here[0] == "  python answers run in: bubblewrap" and here[1].startswith("  limits in force: ")

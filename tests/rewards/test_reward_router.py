@@ -167,3 +167,18 @@ def test_from_record_carries_timing_and_ids(spec: RewardSpec) -> None:
 def test_output_score_must_be_in_unit_interval() -> None:
     with pytest.raises(ValueError, match="in \\[0, 1\\]"):
         RewardOutput(1.2)
+
+
+def test_a_scorers_note_reaches_the_output(plugins: list[str]) -> None:
+    @per_sample
+    def noted(inp: RewardInput, spec: RewardSpec) -> RewardOutput | float:
+        """Test plugin: 0 with the reason, 1 without one, or a failure."""
+        if inp.response == "boom":
+            raise RuntimeError("exploded")
+        return RewardOutput(0.0, {"accuracy": 0.0}, note="ran out of time") if inp.response == "slow" else 1.0
+
+    _register(plugins, "test/noted", noted)
+    router = RewardRouter(RewardSpec(routes={"open_ended": "test/noted"}, format="none"))
+    outs = router.score([make(t, "ref", "open_ended") for t in ("slow", "fine", "boom")])
+    assert [(o.score, o.note, o.error is None) for o in outs] == [(0.0, "ran out of time", True), (1.0, None, True),
+                                                                  (0.0, None, False)]  # fmt: skip

@@ -3,6 +3,10 @@ attack gets its safe outcome, the honest answers still score 1, and nothing the 
 
 Most attacks define a correct `f` plus a `probe()` that reports what the attack reached; the attack's reference
 asserts the escape (`assert probe() > 0`: anything reached), so a blocked attack scores 2/3 and an escape 1.0.
+
+No outcome depends on the machine's speed: a sample's wall time is generous (30 s) wherever the attack is not
+about time, and an attack that ends by a limit ends itself once the limit refused it. Only the infinite loop
+waits for its time to run out (10 s, still far above what an honest answer takes on a loaded machine).
 """
 
 from __future__ import annotations
@@ -15,16 +19,18 @@ import time
 from pathlib import Path
 
 import pytest
-from reward_helpers import make
+from reward_helpers import accuracies, make
 
 from evr1.rewards import code_reward
 from evr1.rewards.code_sandbox import run_python
 from evr1.specs import CodeSandboxSpec, RewardSpec
 
-SPEC = RewardSpec(code=CodeSandboxSpec(timeout_s=3.0, memory_mb=256, processes=8, file_mb=4, output_mb=1, workers=3))
+SPEC = RewardSpec(code=CodeSandboxSpec(timeout_s=30.0, memory_mb=256, processes=8, file_mb=4, output_mb=1, workers=3))
+LOOP_SPEC = RewardSpec(code=SPEC.code.model_copy(update={"timeout_s": 10.0}))
 HONEST = "def f(x):\n    return x + 1"
 F_ONLY = {"language": "python", "tests": ["assert f(1) == 2", "assert f(5) == 6"]}
 BLOCKED = pytest.approx(2 / 3)  # f passes both tests, the escape test fails
+ENDED = "the answer's process ended (it exited, crashed or was killed by a limit)"
 
 
 def _descendants() -> list[int]:
@@ -44,15 +50,20 @@ def _descendants() -> list[int]:
     return found
 
 
-def _batch(attack: str, escape: str | None, spec: RewardSpec = SPEC, answer: dict | None = None, keep: int = 0) -> list:
-    """Scores of [attack, honest, honest]; the attack's reference adds the test `escape` when given."""
+def _batch(attack: str, escape: str | None, spec: RewardSpec = SPEC, answer: dict | None = None, keep: int = 0,
+           note: str | None = None) -> list:
+    """Scores of [attack, honest, honest]; the attack's reference adds the test `escape` when given; `note`: what
+    the attack's output must say."""
     tests = F_ONLY["tests"] + ([escape] if escape else [])
     ref = answer or {"language": "python", "tests": tests}
     inputs = [make(f"<answer>```python\n{attack}\n```</answer>", ref, "code", sample_id="attack")]
     inputs += [make(f"<answer>```python\n{HONEST}\n```</answer>", F_ONLY, "code", sample_id=f"honest{i}") for i in range(2)]
     before = set(_descendants())  # other tests' long-lived helpers (reward worker pools) in this process
-    scores = code_reward.score(inputs, spec)
-    assert scores[1:] == [1.0, 1.0]
+    values = code_reward.score(inputs, spec)
+    scores = accuracies(values)
+    assert values[1:] == [1.0, 1.0]  # no note on an honest answer
+    if note is not None:
+        assert values[0].note == note
     assert [pid for pid in _descendants() if pid != keep and pid not in before] == []  # `keep`: the test's own
     return scores
 
@@ -139,10 +150,11 @@ def _readable(path: Path) -> bool:
 
 
 def test_a_fork_bomb_is_contained() -> None:
-    # forks until the process limit refuses, then holds its processes (sleeping, so that the honest answers of the
-    # batch get the CPU whatever the machine's load) until the sample's time is up
-    attack = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(60)"
-    assert _batch(attack, None)[0] == 0.0
+    # forks until the process limit refuses; its copies then hold their processes (asleep, so that the honest
+    # answers of the batch get the CPU), and the answer's own process leaves once refused: the sample ends there
+    attack = ("import os, time\nmain = os.getpid()\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
+              "        if os.getpid() == main:\n            os._exit(1)\n        time.sleep(60)")
+    assert _batch(attack, None, note=f"0/2 tests passed: {ENDED}")[0] == 0.0
 
 
 def test_memory_is_limited_across_forked_children() -> None:
@@ -232,7 +244,7 @@ def test_a_gigabyte_of_stdout_is_cut_off() -> None:
 
 
 def test_an_infinite_loop_times_out() -> None:
-    assert _batch("while True:\n    pass", None)[0] == 0.0
+    assert _batch("while True:\n    pass", None, LOOP_SPEC, note="0/2 tests passed: timed out after 10 s")[0] == 0.0
 
 
 FORGERIES = [
@@ -258,6 +270,6 @@ def test_a_sandbox_that_dies_scores_only_its_sample() -> None:
     # SIGKILL to everything it may signal (nothing else lives in its PID namespace), then to itself
     attack = ("import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
               "os.kill(os.getpid(), signal.SIGKILL)\n" + HONEST)
-    assert _batch(attack, None)[0] == 0.0
+    assert _batch(attack, None, note=f"0/2 tests passed: {ENDED}")[0] == 0.0
     result = run_python(attack, tests=F_ONLY["tests"], spec=SPEC.code)
-    assert (result.passed, result.reason) == (0, "the answer's process ended (it exited, crashed or was killed by a limit)")
+    assert (result.passed, result.reason) == (0, ENDED)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from reward_helpers import make
+from reward_helpers import accuracies, make
 
 from evr1.errors import ConfigError
 from evr1.rewards import code_reward, code_sandbox
@@ -84,7 +84,7 @@ REMOTE_CASES = [
 def test_the_remote_backend_scores_like_the_local_one(service: str) -> None:
     spec = RewardSpec(code=CodeSandboxSpec(sandbox="remote", url=service, timeout_s=10.0, memory_mb=256))
     inputs = [make(f"<answer>```python\n{c}\n```</answer>", a, "code", sample_id=str(i)) for i, (c, a, _) in enumerate(REMOTE_CASES)]
-    assert code_reward.score(inputs, spec) == pytest.approx([e for _, _, e in REMOTE_CASES])
+    assert accuracies(code_reward.score(inputs, spec)) == pytest.approx([e for _, _, e in REMOTE_CASES])
 
 
 def test_a_session_replays_every_request(service: str) -> None:

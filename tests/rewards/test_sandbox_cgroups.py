@@ -1,0 +1,120 @@
+"""Per-sandbox cgroups: the files written for cgroup v2 and v1 (on a fake cgroup tree, since this machine has
+no delegated v2), the clean-up of a dead maker's cgroups, and the real v1 limits of a bubblewrap sandbox here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from evr1.rewards.sandbox_cgroups import Cgroups, _maker, _pid_namespace
+from evr1.rewards.sandbox_local import Bubblewrap, Deadline
+
+
+def _own(tmp_path: Path, text: str) -> Path:
+    own = tmp_path / "self-cgroup"
+    own.write_text(text)
+    return own
+
+
+def _only(folder: Path) -> Path:
+    [made] = [d for d in folder.iterdir() if d.name.startswith(f"evr1-sandbox-{_maker()}-")]
+    return made
+
+
+def test_v2_limits_are_written_in_a_child_of_our_cgroup(tmp_path: Path) -> None:
+    root = tmp_path / "cgroup"
+    ours = root / "svc" / "worker"
+    ours.mkdir(parents=True)
+    (root / "cgroup.controllers").write_text("cpu memory pids\n")
+    (ours / "cgroup.subtree_control").write_text("memory pids\n")
+    found = Cgroups.find(root, _own(tmp_path, "0::/svc/worker\n"))
+    assert found is not None and (found.name, found.parents) == ("cgroup v2", {"v2": ours})
+    for probe in [d for d in ours.iterdir() if d.is_dir()]:  # find's probe: a fake tree keeps its files
+        for file in probe.iterdir():
+            file.unlink()
+        probe.rmdir()
+    [folder] = found.create(300, 12)
+    assert folder.parent == ours and folder == _only(ours)
+    assert (folder / "memory.max").read_text() == str(300 * 1024 * 1024)
+    assert (folder / "pids.max").read_text() == "12"
+    assert not (folder / "memory.swap.max").exists()  # optional: written only where the kernel offers it
+
+
+def test_v2_without_delegated_controllers_falls_back_to_v1(tmp_path: Path) -> None:
+    root = tmp_path / "cgroup"
+    for folder in (root / "unified", root / "memory" / "box", root / "pids"):
+        folder.mkdir(parents=True)
+    (root / "unified" / "cgroup.subtree_control").write_text("memory\n")  # no pids: v2 unusable
+    own = _own(tmp_path, "8:pids:/\n4:memory:/box\n0::/\n")
+    found = Cgroups.find(root, own)
+    assert found is not None and found.name == "cgroup v1"
+    assert found.parents == {"memory": root / "memory" / "box", "pids": root / "pids"}
+    assert Cgroups.find(root, _own(tmp_path, "0::/\n")) is None  # neither: rlimits alone
+
+
+def test_the_cgroups_of_a_dead_maker_are_removed(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    parent, ns = tmp_path / "pids", _pid_namespace()
+    stale, mine = parent / f"evr1-sandbox-{ns}.{dead.pid}-abc", parent / f"evr1-sandbox-{_maker()}-def"
+    elsewhere = parent / f"evr1-sandbox-{ns + 1}.{dead.pid}-ghi"  # another PID namespace's: its PIDs are not ours
+    others = parent / "someone-else"
+    for folder in (stale, mine, elsewhere, others):
+        folder.mkdir(parents=True)
+    assert Cgroups("cgroup v1", {"pids": parent}).sweep() == [stale]
+    assert sorted(parent.iterdir()) == sorted([mine, elsewhere, others])
+
+
+FORKS = """import os, sys, time
+count = 0
+try:
+    while count < 50:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        count += 1
+except OSError:
+    pass
+print(count, flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_sandbox_here_is_limited_by_its_own_cgroups_and_leaves_none() -> None:
+    sandbox = Bubblewrap(memory_mb=200, processes=8, file_mb=4)
+    if sandbox.cgroups is None:  # a machine without cgroups says what limits it instead
+        assert sandbox.limits.startswith("rlimits")
+        return
+    assert sandbox.limits.startswith(f"{sandbox.cgroups.name} (memory, processes per sandbox)")
+    deadline = Deadline(60)
+    process = sandbox.start(FORKS, deadline)
+    try:
+        forked = int(process.readline(1 << 10))  # held here: the program waits for a line
+        folders = [_only(parent) for parent in sandbox.cgroups.parents.values()]
+        files = {"pids.max": "pids", "memory.max": "memory", "memory.limit_in_bytes": "memory"}
+        limits = {what: (f / name).read_text().strip() for f in folders for name, what in files.items() if (f / name).exists()}
+        assert limits == {"pids": "10", "memory": str(204 << 20)}  # processes + 2 (bwrap's), memory_mb + file_mb
+        assert 0 < forked < 8  # as root RLIMIT_NPROC binds nothing: the pids cgroup refused the forks
+    finally:
+        process.send(b"\n")
+        process.close()
+        deadline.close()
+    assert not any(folder.exists() for folder in folders)
+
+
+def test_a_sandbox_that_cannot_start_leaves_no_cgroup() -> None:
+    sandbox = Bubblewrap(memory_mb=200, processes=8, file_mb=4)
+    if sandbox.cgroups is None:
+        assert sandbox.limits.startswith("rlimits")
+        return
+    sandbox.bwrap = "/nonexistent/bwrap"  # the cgroups are made, then the sandbox fails to start
+    deadline = Deadline(60)
+    try:
+        process = sandbox.start("print(1)", deadline)
+        assert process.wait() == 127 and process.output(1 << 10) == b""
+        process.close()
+    finally:
+        deadline.close()
+    for parent in sandbox.cgroups.parents.values():
+        assert not list(parent.glob(f"evr1-sandbox-{_maker()}-*"))

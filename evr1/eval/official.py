@@ -324,7 +324,11 @@ def videoreasonbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
         demo = PurePath(path).parent.name
         skill, level = VIDEOREASON_SKILLS[item["dim"]]
         rid = key if key.startswith(f"{demo}_") else f"{demo}_{key}"
-        start = operation_start(demo, item) if item["dim"] == "prediction_operation" else {}
+        try:
+            start = operation_start(demo, item) if item["dim"] == "prediction_operation" else {}
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ValueError(f"question {key!r}: a prediction_operation row needs its released 'states' (and the"
+                             f" grid's 'coords', 'num_state'): {exc!r}") from None
         out.append(plain(rid, item["question"], "open_ended", item["answer"], [video(ctx, path)],
                          category=skill, level=level, demo=demo, num_operation=item.get("num_operation"),
                          num_state=item.get("num_state"), **start))

@@ -127,8 +127,11 @@ def videoreason_judge(record: Record, response: str, judge: JudgeSpec) -> dict[s
             raise ValueError(f"VideoReasonBench record {record.id!r}: a Predict Operation item needs meta 'demo' (one"
                              f" of {sorted(EXTRACT_PROMPTS)}) and 'op_state' (import the benchmark again)")
         reply = chat(judge, None, EXTRACT_PROMPTS[demo].format(response=final), options=EXTRACT_REQUEST)
-        return {"final_answer": final, "extracted": reply,
-                "correct": operation_correct(demo, record.problem, record.meta, reply)}
+        try:
+            correct = operation_correct(demo, record.problem, record.meta, reply)
+        except (KeyError, ValueError) as exc:  # the question's target or the kept state is malformed
+            raise ValueError(f"VideoReasonBench record {record.id!r}: cannot read its target or state: {exc}") from None
+        return {"final_answer": final, "extracted": reply, "correct": correct}
     prompt = VIDEOREASON_PROMPT.format(question=record.problem, response=final, ground_truth=record.answer)
     return {"final_answer": final, "correct": chat(judge, None, prompt, options=VIDEOREASON_REQUEST) == "Correct"}
 

@@ -142,6 +142,10 @@ def test_importer_keeps_the_starting_state(tmp_path: Path) -> None:
     (record,) = BENCHMARKS.get("videoreasonbench").load(tmp_path)
     assert (record.id, record.meta["op_state"], record.meta["category"]) == ("videoreasonbench/chip_q", {"cup0": [20, 10]},
                                                                             "Predict Operation")
+    del chip["q"]["states"]
+    (folder / "chip.json").write_text(json.dumps(chip))
+    with pytest.raises(ValueError, match="'q'.*'states'"):
+        BENCHMARKS.get("videoreasonbench").load(tmp_path)
 
 
 def test_operation_judge_step(judge: Judge) -> None:
@@ -167,6 +171,10 @@ def test_operation_judge_step(judge: Judge) -> None:
     rows = [{"response": "x", "score": 1.0, "official": {"correct": False}},
             {"response": "x", "score": 0.0, "official": {"correct": True}}]
     assert [videoreason_item(r) for r in rows] == [0.0, 1.0]
+    judge.reply = "['remove 7 of Spades from pile0']"  # valid moves: the target is read next
+    broken = record.model_copy(update={"problem": "Which actions?"})  # no target in the question
+    with pytest.raises(ValueError, match="card_q.*target"):
+        videoreason_judge(broken, "Final Answer: x", spec)
     with pytest.raises(ValueError, match="card_old.*op_state"):
         videoreason_judge(Record(id="card_old", problem=CARD_Q, problem_type="open_ended", answer=None,
                                  meta={"category": "Predict Operation", "demo": "card"}), "Final Answer: x", spec)

@@ -24,7 +24,8 @@ _HRD_PROMPT = (
     " movements in the order they appear and return them as a list (e.g., ['left', 'up', 'down', 'right']).\n\n"
     "Model Response: {response}\n\nExtracted Movements:\n"
 )
-EXTRACT_PROMPTS = {  # `extract_move_hrd` (hrd and grid), `extract_move_cup`, `extract_file_cmd`, `extract_move_card/chip`
+# `extract_move_hrd` (hrd and grid), `extract_move_cup`, `extract_file_cmd`, `extract_move_card`, `extract_move_chip`
+EXTRACT_PROMPTS = {
     "hrd": _HRD_PROMPT,
     "grid": _HRD_PROMPT,
     "cup": (
@@ -258,9 +259,9 @@ def _counted_moves(reply: str) -> list[str] | None:
 
 
 def card_play(start: Mapping[str, Sequence[str]], actions: Sequence[str], question: str) -> bool:
-    """`eval_op_card`: every action "add|remove <card> to|from pile0|pile1" with a real card and an existing pile; an
-    "add" (the first word exactly; "adding" does nothing) appends the card, a "remove" must name the list's first card; the target pile's list must equal
-    the question's list (compared as listed, as the script does)."""
+    """`eval_op_card`: every action "add|remove <card> <word> pile0|pile1" with a real card and an existing pile; an
+    "add" (the first word exactly; "adding" does nothing) appends the card, a "remove" must name the list's first
+    card; the target pile's list must equal the question's list (compared as listed, as the script does)."""
     piles = {k: list(v) for k, v in start.items()}
     for action in actions:
         words = action.split()
@@ -282,8 +283,8 @@ def card_play(start: Mapping[str, Sequence[str]], actions: Sequence[str], questi
 
 def chip_play(start: Mapping[str, Sequence[int]], actions: Sequence[str], question: str) -> bool:
     """`eval_op_chip`: every action "add|remove <chip> ... cup0|cup1" with a chip of 5, 10, 20, 50 or 100 (the second
-    word, digits) and an existing cup; "add" appends, "remove" (the first word exactly, else nothing happens) needs the chip in the cup; the target cup must hold the question's
-    chips, order aside."""
+    word, digits) and an existing cup; "add" appends, "remove" (the first word exactly, else nothing happens) needs
+    the chip in the cup; the target cup must hold the question's chips, order aside."""
     cups = {k: list(v) for k, v in start.items()}
     for action in actions:
         words = action.split()

@@ -140,8 +140,8 @@ def test_importer_keeps_the_starting_state(tmp_path: Path) -> None:
                   "states": {"cup0": [[20], [20, 10]]}}}
     (folder / "chip.json").write_text(json.dumps(chip))
     (record,) = BENCHMARKS.get("videoreasonbench").load(tmp_path)
-    assert (record.id, record.meta["op_state"], record.meta["category"]) == ("videoreasonbench/chip_q", {"cup0": [20, 10]},
-                                                                            "Predict Operation")
+    assert (record.id, record.meta["op_state"], record.meta["category"]) == (
+        "videoreasonbench/chip_q", {"cup0": [20, 10]}, "Predict Operation")
     del chip["q"]["states"]
     (folder / "chip.json").write_text(json.dumps(chip))
     with pytest.raises(ValueError, match="'q'.*'states'"):

@@ -18,6 +18,7 @@ from typing import Any
 
 from evr1.data.importers import strip_option_letters
 from evr1.eval.benchmark import RowContext
+from evr1.eval.official_videoreason import operation_start
 
 logger = logging.getLogger("evr1.eval")
 
@@ -313,7 +314,8 @@ VIDEOREASON_SKILLS = {  # `dim` -> (skill, level), as in the VideoReasonBench pa
 
 def videoreasonbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     """One `questions/<demo>.json` object (question key -> row), or several merged with `<demo>_<key>` keys as
-    the official loader does; `video` is "videos/<demo>/<name>.mp4" (the media folder holds `<demo>/`)."""
+    the official loader does; `video` is "videos/<demo>/<name>.mp4" (the media folder holds `<demo>/`). A Predict
+    Operation row keeps the state its question starts from (`op_state`, `op_coord`) for the official simulation."""
     out = []
     for key, item in row.items():
         if item["dim"] not in VIDEOREASON_SKILLS:
@@ -322,9 +324,14 @@ def videoreasonbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
         demo = PurePath(path).parent.name
         skill, level = VIDEOREASON_SKILLS[item["dim"]]
         rid = key if key.startswith(f"{demo}_") else f"{demo}_{key}"
+        try:
+            start = operation_start(demo, item) if item["dim"] == "prediction_operation" else {}
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ValueError(f"question {key!r}: a prediction_operation row needs its released 'states' (and the"
+                             f" grid's 'coords', 'num_state'): {exc!r}") from None
         out.append(plain(rid, item["question"], "open_ended", item["answer"], [video(ctx, path)],
                          category=skill, level=level, demo=demo, num_operation=item.get("num_operation"),
-                         num_state=item.get("num_state")))
+                         num_state=item.get("num_state"), **start))
     return out
 
 

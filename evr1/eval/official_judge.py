@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from evr1.eval.official_videoreason import EXTRACT_PROMPTS, EXTRACT_REQUEST, operation_correct
 from evr1.rewards.judge_client import JudgeUnavailable, chat
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ VIDEOREASON_PROMPT = (
 VIDEOREASON_REQUEST = {"temperature": 0.0, "max_tokens": 16}  # `llm_judge_api`: one user message, no system
 _KIMI_THINK_END = "\u25c1/think\u25b7"
 _FINAL_ANSWER = re.compile(r"Final Answer\s*(.*?)\s*$", re.DOTALL)
-OPERATION_SKILL = "Predict Operation"  # scored officially by simulating the predicted operations: not reproduced
+OPERATION_SKILL = "Predict Operation"  # scored officially by simulating the extracted operations
 
 
 def videoreason_final_answer(response: str) -> str:
@@ -115,12 +116,22 @@ def videoreason_final_answer(response: str) -> str:
 def videoreason_judge(record: Record, response: str, judge: JudgeSpec) -> dict[str, Any]:
     """The official judgement: no "Final Answer" (or nothing after it) is incorrect unasked (Predict Operation items
     too: `evaluate_operation` returns False there); else the judge's reply must be exactly "Correct". A Predict
-    Operation item with a final answer gets `{}` (its official simulation of the operations is not reproduced)."""
+    Operation item's final answer goes to its game's extraction prompt instead, and the extracted operations must reach
+    the question's target state (`evr1.eval.official_videoreason`)."""
     final = videoreason_final_answer(response)
     if not final:
         return {"final_answer": "", "correct": False}
     if record.meta.get("category") == OPERATION_SKILL:
-        return {}
+        demo = record.meta.get("demo")
+        if "op_state" not in record.meta or demo not in EXTRACT_PROMPTS:
+            raise ValueError(f"VideoReasonBench record {record.id!r}: a Predict Operation item needs meta 'demo' (one"
+                             f" of {sorted(EXTRACT_PROMPTS)}) and 'op_state' (import the benchmark again)")
+        reply = chat(judge, None, EXTRACT_PROMPTS[demo].format(response=final), options=EXTRACT_REQUEST)
+        try:
+            correct = operation_correct(demo, record.problem, record.meta, reply)
+        except (KeyError, ValueError) as exc:  # the question's target or the kept state is malformed
+            raise ValueError(f"VideoReasonBench record {record.id!r}: cannot read its target or state: {exc}") from None
+        return {"final_answer": final, "extracted": reply, "correct": correct}
     prompt = VIDEOREASON_PROMPT.format(question=record.problem, response=final, ground_truth=record.answer)
     return {"final_answer": final, "correct": chat(judge, None, prompt, options=VIDEOREASON_REQUEST) == "Correct"}
 

@@ -231,9 +231,9 @@ LIVESPORTS = Official(
 )
 
 def videoreason_item(row: Row) -> float:
-    """The official judge's `correct` ("Final Answer" required, the reply exactly "Correct"); an unreachable judge is
-    incorrect, as the script's empty reply; a Predict Operation item with a final answer (its official simulation is
-    not reproduced) keeps evr1's score, one without is incorrect."""
+    """The official judge step's `correct` ("Final Answer" required; the reply exactly "Correct", or for a Predict
+    Operation item the extracted operations reaching the target); an unreachable judge is incorrect, as the script's
+    empty reply; a row with no official verdict (judged before this step existed) keeps evr1's score."""
     verdict = row.get("official") or {}
     if "correct" in verdict or "error" in verdict:
         return float(verdict.get("correct") is True)

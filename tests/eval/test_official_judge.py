@@ -118,13 +118,13 @@ def test_videoreasonbench_official_block(bench_root: Path, tmp_path: Path) -> No
 
 
 def test_videoreason_predict_operation_needs_a_final_answer(judge: Judge) -> None:
-    """Predict Operation: no "Final Answer" is incorrect, as `evaluate_operation` returns False; with one, the official
-    simulation is not reproduced and evr1's judged score stands. The judge is not asked for either."""
+    """Predict Operation: no "Final Answer" is incorrect, as `evaluate_operation` returns False, the judge unasked (the
+    simulation of a final answer: tests/eval/test_official_videoreason.py); a row with no official verdict keeps
+    evr1's judged score."""
     record = Record(id="p", problem="Which moves restore the board?", problem_type="open_ended", answer="left, up",
                     meta={"category": "Predict Operation"})
     spec = JudgeSpec(base_url=judge.url, model="j")
     assert videoreason_judge(record, "left then up", spec) == {"final_answer": "", "correct": False}
-    assert videoreason_judge(record, "Final Answer: left, up", spec) == {}
     assert judge.requests == []
     rows = [{"response": "left then up", "score": 1.0, "official": {"final_answer": "", "correct": False}},
             {"response": "Final Answer: left, up", "score": 1.0, "official": {}}]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 from evr1.errors import ConfigError, Evr1Error
 from evr1.eval.lmms import scoring
@@ -178,8 +178,36 @@ def ovobench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]
     return {"ovobench_score": row(doc, results)}
 
 
-def ovobench_category_score(rows: Sequence[Row]) -> float:
+class TaskMean(float):
+    """A mean over tasks that knows how many tasks it averages (`tasks`): a plain float to lmms-eval's tables and
+    JSON, and a weight to `ovobench_total`."""
+
+    tasks: int
+
+    def __new__(cls, value: float, tasks: int) -> Self:
+        mean = super().__new__(cls, value)
+        mean.tasks = tasks
+        return mean
+
+    def __getnewargs__(self) -> tuple[float, int]:  # type: ignore[override]  # copy and pickle keep `tasks`
+        return float(self), self.tasks
+
+
+def ovobench_category_score(rows: Sequence[Row]) -> TaskMean:
     """The official block of one category's rows: the mean over its tasks (EPM, ASI, ...) of each task's accuracy,
-    answers read by the official rules (the group's mean of the three categories is `category_mean`, not the
-    official "Total Avg." over all tasks)."""
-    return scoring.aggregate(rows)
+    answers read by the official rules; it carries its number of tasks for the group (`ovobench_total`)."""
+    block = scoring.official(scoring.benchmark_of(rows[0]["benchmark"]), rows)
+    return TaskMean(block["score"], len(block["breakdowns"]["task"]))
+
+
+def ovobench_total(scores: Sequence[float], sizes: Sequence[int], weight_by_size: bool) -> float:
+    """The group's official "Total Avg.", the mean over all the tasks of the three categories: their means weighted
+    by their numbers of tasks (an lmms-eval group aggregation; the sample counts `sizes` and `weight_by_size` are not
+    what the official script weighs by, so they are unused)."""
+    del sizes, weight_by_size
+    plain = [s for s in scores if not isinstance(s, TaskMean)]
+    if plain:
+        raise Evr1Error(f"OVO-Bench group: a category score without its task count ({plain[0]!r}): the group needs"
+                        " its categories aggregated by ovobench_category_score")
+    total = sum(s.tasks for s in scores)  # type: ignore[attr-defined]
+    return sum(s * s.tasks for s in scores) / total if total else 0.0  # type: ignore[attr-defined]

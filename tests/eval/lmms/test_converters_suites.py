@@ -84,7 +84,8 @@ EXPECTED: dict[str, dict[str, float]] = {
                       "object_rel_direction_accuracy": 200 / 3},
     "evr1_charades_sta": {"charades_sta_mIOU": 50.0, "charades_sta_IOU@3": 200 / 3, "charades_sta_IOU@5": 200 / 3,
                           "charades_sta_IOU@7": 100 / 3},
-    "evr1_ovobench": {"ovobench_score": (50 + 100 + 50) / 3},
+    # the official Total Avg. over the five tasks (EPM 100, ASI 0, STU 100, REC 50, SSR 50), not the categories' mean
+    "evr1_ovobench": {"ovobench_score": 60.0},
     "evr1_ovobench_backward": {"ovobench_score": 50.0},
     "evr1_ovobench_realtime": {"ovobench_score": 100.0},
     "evr1_ovobench_forward": {"ovobench_score": 50.0},
@@ -355,3 +356,20 @@ def test_ovobench_easyvideor1_probes_reach_the_stock_prompt_unworded(tmp_path: P
     doc = CONVERTERS["ovobench"](record, full)
     shown = doc["test_info"][0]["step"] if field == "step" else doc[field]
     assert shown == text
+
+
+def test_ovobench_group_weighs_categories_by_their_task_counts() -> None:
+    """The group's "Total Avg." is the mean over all tasks: 2 tasks at 50 and 1 at 80 give 60 (the categories' plain
+    mean would be 65); a category score keeps its task count through copies and pickling; a plain float is refused."""
+    import copy
+    import pickle
+
+    from evr1.errors import Evr1Error
+    from evr1.eval.lmms.stock_fixes_suites import TaskMean, ovobench_total
+
+    scores = [TaskMean(50.0, 2), TaskMean(80.0, 1)]
+    assert ovobench_total(scores, [100, 1], True) == pytest.approx(60.0)
+    for kept in (copy.deepcopy(scores[0]), pickle.loads(pickle.dumps(scores[0]))):
+        assert (kept, kept.tasks, json.dumps(kept)) == (50.0, 2, "50.0")
+    with pytest.raises(Evr1Error, match="task count"):
+        ovobench_total([TaskMean(50.0, 2), 80.0], [1, 1], False)

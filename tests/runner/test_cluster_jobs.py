@@ -45,7 +45,8 @@ def job_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     dashboard = free_port()
     head = start_node(
         [str(BIN / "ray"), "start", "--head", f"--port={free_port()}", "--num-cpus=2", "--include-dashboard=true",
-         "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--disable-usage-stats", "--block"],
+         "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", f"--dashboard-agent-listen-port={free_port()}",
+         "--disable-usage-stats", "--block"],  # the agent (it runs the jobs) not on Ray's fixed port, which another Ray may hold
         env, home,
     )  # fmt: skip
     url = f"http://127.0.0.1:{dashboard}"

@@ -5,6 +5,7 @@ User errors (`Evr1Error`) print one short message and exit with status 2, never 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import sys
@@ -51,4 +52,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    status = main()
+    gc.freeze()  # no last collection of the whole heap (torch, transformers) on the way out: seconds per command
+    sys.exit(status)

@@ -21,9 +21,8 @@ def test_a_build_with_nothing_to_do_is_not_listed(media_root, tmp_path, good_row
     build = ["build", "--data", str(data), "--data-root", str(media_root), "--cache", str(store), "--workers", "0", *SPEC_ARGS]
     first = cache(*build)
     assert first.returncode == 0, first.stderr
-    for _ in range(2):
-        again = cache(*build)
-        assert again.returncode == 0 and " 0 built, " in again.stdout and " 0 failed" in again.stdout, again.stdout
+    again = cache(*build)
+    assert again.returncode == 0 and " 0 built, " in again.stdout and " 0 failed" in again.stdout, again.stdout
     info = cache("info", str(store))
     assert info.returncode == 0, info.stderr
     builds = [line for line in info.stdout.splitlines() if line.startswith("build ")]

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from runner.holding import held_build, wait_until_held
 
 from evr1.data.cache import TensorCache, decode_entry
 
@@ -101,30 +102,23 @@ def _children(pid: int) -> list[int]:
 
 @pytest.mark.slow
 def test_a_killed_build_leaves_no_worker_and_resumes_to_a_consistent_cache(media_root, tmp_path, write_jsonl) -> None:
-    windows = [(round(0.1 * i, 1), round(0.1 * i + 1.5, 1)) for i in range(40)]  # 40 distinct entries of one clip
+    """The build is held (`holding.HOLD_BUILD`) after storing 3 of 10 entries, its worker running, and killed there."""
+    windows = [(round(0.1 * i, 1), round(0.1 * i + 1.5, 1)) for i in range(10)]  # 10 distinct entries of one clip
     rows = [{"id": f"w{i}", "problem": "q", "problem_type": "numerical", "answer": 1,
              "media": [{"kind": "video", "path": "long.mp4", "start": s, "end": e}]} for i, (s, e) in enumerate(windows)]
     data = write_jsonl(tmp_path / "windows.jsonl", rows)
     cache = tmp_path / "cache"
-    args = ["build", "--data", str(data), "--data-root", str(media_root), "--cache", str(cache), "--workers", "1", *SPEC_ARGS]
-    proc = subprocess.Popen([EVR1, "cache", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    args = ["build", "--data", str(data), "--data-root", str(media_root), "--cache", str(cache), *SPEC_ARGS]
+    held = held_build(tmp_path / "held_build.py", cache, entries=3)
+    proc = subprocess.Popen([EVR1, "cache", args[0], str(held), *args[1:], "--workers", "1"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        entries = 0
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (cache / "data.mdb").exists():
-                reader = TensorCache(cache)
-                entries = reader.stats().entries
-                reader.close()
-                if entries >= 3:  # the worker has started and prepared entries
-                    break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the build finished before it could be killed"
+        wait_until_held(proc, cache)
         workers = _children(proc.pid)
         assert workers, "the build has no worker process"
-        os.kill(proc.pid, signal.SIGKILL)  # the build only, mid-way: its workers must end with it
+        os.kill(proc.pid, signal.SIGKILL)  # the build only: its workers must end with it
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 30  # the kernel ends them (PR_SET_PDEATHSIG): at once, but not synchronously
         while time.monotonic() < deadline and [w for w in workers if Path(f"/proc/{w}").exists()]:
             time.sleep(0.05)
         assert not [w for w in workers if Path(f"/proc/{w}").exists()], "a worker outlived the killed build"
@@ -132,14 +126,13 @@ def test_a_killed_build_leaves_no_worker_and_resumes_to_a_consistent_cache(media
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group, if the test failed
         proc.wait(timeout=30)
-    killed_at = TensorCache(cache).stats().entries
-    assert 3 <= killed_at < 40
+    assert TensorCache(cache).stats().entries == 3
 
     resume = run(*args, "--no-progress", "--workers", "0")
     assert resume.returncode == 0, resume.stderr
-    assert f"40 media, {40 - killed_at} built, {killed_at} already present, 0 failed" in resume.stdout
+    assert "10 media, 7 built, 3 already present, 0 failed" in resume.stdout
     final = run("verify", str(cache), "--decode")  # every entry whole and equal to a fresh decode
-    assert final.returncode == 0 and "checked 40 of 40 entries: 0 bad, 0 with a changed" in final.stdout
+    assert final.returncode == 0 and "checked 10 of 10 entries: 0 bad, 0 with a changed" in final.stdout
 
 
 EXPERIMENT = """

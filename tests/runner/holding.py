@@ -1,9 +1,12 @@
-"""Holding a training run at a known step, so a test interrupts or kills it there instead of racing it.
+"""Holding a training run at a known step, or a cache build at a known entry, so a test interrupts or kills it
+there instead of racing it.
 
 `HOLD_SAMPLER` is experiment-file code registering the sampler `test/held_uniform`: the uniform
 sampler, drawing the same records, except that the first draw made once `{checkpoint}` exists (the
 start of the step after that checkpoint) creates `{held}` and then waits forever. A resumed run finds
-`{held}` and never waits. `wait_until_held` waits for that file while the process runs.
+`{held}` and never waits. `HOLD_BUILD` is experiment-file code for `evr1 cache build FILE`: the build
+process stores its first `{entries}` entries, then creates `{held}` and waits forever before the next
+one (its workers keep running). `wait_until_held` waits for that file while the process runs.
 """
 
 from __future__ import annotations
@@ -43,6 +46,43 @@ def experiment():
 '''
 
 
+HOLD_BUILD = '''
+import time as _time
+from pathlib import Path as _Path
+
+import fiddle as _fdl
+
+from evr1.data.cache import TensorCache as _TensorCache
+from evr1.experiment import Experiment
+
+_put, _stored = _TensorCache.put, []
+
+
+def _held_put(self, key, value):
+    """`TensorCache.put`, held (forever) before the entry after the first {entries}."""
+    if len(_stored) == {entries}:
+        _Path({held!r}).touch()
+        while True:
+            _time.sleep(1)
+    _put(self, key, value)
+    _stored.append(key)
+
+
+_TensorCache.put = _held_put
+
+
+def experiment():
+    return _fdl.Config(Experiment)
+'''
+
+
+def held_build(file: Path, cache: Path, entries: int) -> Path:
+    """Write `file`: an experiment of default settings whose `evr1 cache build` into `cache` is held after storing
+    `entries` entries (`HOLD_BUILD`; wait for it with `wait_until_held(proc, cache)`)."""
+    file.write_text(HOLD_BUILD.format(entries=entries, held=str(held_marker(cache))))
+    return file
+
+
 def hold_code(run_dir: Path, after_step: int) -> str:
     """`HOLD_SAMPLER` for a run in `run_dir`, held at the start of step `after_step + 1`."""
     checkpoint = run_dir / "checkpoints" / f"step_{after_step:06d}" / "trainer.json"
@@ -50,7 +90,8 @@ def hold_code(run_dir: Path, after_step: int) -> str:
 
 
 def held_marker(run_dir: Path) -> Path:
-    return run_dir.parent / f"{run_dir.name}.held"  # beside the run directory: never mistaken for run output
+    """The file a held run (or build) in `run_dir` creates: beside it, never mistaken for its output."""
+    return run_dir.parent / f"{run_dir.name}.held"
 
 
 def held_experiment(file: Path, base: str, run_dir: Path, after_step: int) -> Path:

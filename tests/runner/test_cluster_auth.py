@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .ray_nodes import RAY, free_port, stop_node
+from .ray_nodes import RAY, free_port, start_node, stop_node
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -39,11 +39,10 @@ def token_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": str(home)}
     subprocess.run([RAY, "get-auth-token", "--generate"], env=env, check=True, capture_output=True, timeout=120)
     port = free_port()
-    head = subprocess.Popen(
+    head = start_node(
         [RAY, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
          "--disable-usage-stats", "--block"],
-        env=env | {"RAY_AUTH_MODE": "token"}, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
+        env | {"RAY_AUTH_MODE": "token"}, home,
     )  # fmt: skip
     try:
         deadline = time.time() + 120

@@ -18,7 +18,7 @@ import pytest
 
 from evr1.runner.metrics import read_metrics
 
-from .ray_nodes import free_port, stop_node
+from .ray_nodes import free_port, start_node, stop_node
 from .test_train import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -43,10 +43,11 @@ def job_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     home = tmp_path_factory.mktemp("jobhome")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": str(home)}
     dashboard = free_port()
-    head = subprocess.Popen(
+    head = start_node(
         [str(BIN / "ray"), "start", "--head", f"--port={free_port()}", "--num-cpus=2", "--include-dashboard=true",
-         "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--disable-usage-stats", "--block"],
-        env=env, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+         "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", f"--dashboard-agent-listen-port={free_port()}",
+         "--disable-usage-stats", "--block"],  # the agent (it runs the jobs) not on Ray's fixed port, which another Ray may hold
+        env, home,
     )  # fmt: skip
     url = f"http://127.0.0.1:{dashboard}"
     try:

@@ -65,7 +65,7 @@ def blind_cluster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             stop_node(proc)
 
 
-def test_a_node_that_cannot_see_the_data_is_refused_atstart_node(blind_cluster, tmp_path: Path) -> None:
+def test_a_node_that_cannot_see_the_data_is_refused_at_start(blind_cluster, tmp_path: Path) -> None:
     address, driver = blind_cluster
     settings = cluster_settings(address, tmp_path / "models", **{"resources.learner_workers": "1",
                                                                 "resources.placement": "'pack'"})  # fmt: skip

@@ -1,5 +1,6 @@
 """A record whose video cannot be opened is dropped from its step, logged once and skipped after, through the
-CLI with real Ray, 2 learner workers and a real corrupt file; a resumed run repeats the uninterrupted one."""
+CLI with real Ray, 2 FSDP learner workers (gloo on CPU, as the GPU recipes run) and a real corrupt file; a run
+killed after its first checkpoint and resumed repeats the uninterrupted one."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def test_a_corrupt_video_drops_its_record_and_the_run_goes_on(tmp_path: Path) ->
     (data / bad.media[0].path).write_bytes(np.random.default_rng(0).integers(0, 256, 300, dtype=np.uint8).tobytes())
     common = settings(tmp_path, tmp_path / "models", **{
         "data.synth.n_train": "6", "trainer.steps": "6", "trainer.save_every": "2", "trainer.val_every": "3",
-        "resources.learner_workers": "2",
+        "resources.learner_workers": "2", "resources.learner_sharding": "'fsdp'",
     })  # fmt: skip
     whole = run("quickstart", "--run-dir", str(tmp_path / "whole"), *common)
     assert whole.returncode == 0, whole.stderr[-3000:]
@@ -36,6 +37,7 @@ def test_a_corrupt_video_drops_its_record_and_the_run_goes_on(tmp_path: Path) ->
 
     failures = [json.loads(x) for x in (tmp_path / "whole" / "data_failures.jsonl").read_text().splitlines()]
     rows = [r for r in read_metrics(tmp_path / "whole") if r["step"] > 0]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5, 6]
     dropped = [r["step"] for r in rows if r["data/dropped_records"] == 1.0]
     # 6 records, 2 per step: each epoch of 3 steps samples every record once, so the bad one twice in 6 steps;
     # it is logged once (the first time) and skipped the second
@@ -48,7 +50,7 @@ def test_a_corrupt_video_drops_its_record_and_the_run_goes_on(tmp_path: Path) ->
         assert row["data/failed_records"] == (1.0 if row["step"] >= dropped[0] else 0.0)
         assert row["learner/samples"] == (4.0 if lost else 8.0)  # one group of 4 left: a learner worker gets none
         assert row["reward/multiple_choice/count"] == (3.0 if lost else 6.0)  # k=1 of n=4: 3 sampled rows per group
-        assert row["learner/optimizer_steps"] == 1.0
+        assert row["learner/optimizer_steps"] == 1.0 and row["learner/skipped_steps"] == 0.0
     report = (tmp_path / "whole" / "report.md").read_text()
     assert "**Data failures: the media of 1 training record (dropped 2 times from a step's batch) could not be loaded.**" in report
 

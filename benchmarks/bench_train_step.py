@@ -84,10 +84,10 @@ PATH_NAMES = ("cache", "live", "peer")
 PHASES = ("data", "rollout", "reward", "advantage", "old_logprobs", "update", "sync")
 REAL_CLIP = (640, 360, 30, 30)  # width, height, seconds, source fps
 # Scale for a 2-core CPU: the recipes' 262,144 px a frame (644x364, 8,970 visual tokens a prompt) take
-# minutes a step on the CPU; frames are resized to at most 196x112 px (28 visual tokens per 2 frames).
+# minutes a step on the CPU; at this budget a 640x360 frame is resized to 196x84 px (630 visual tokens a prompt).
 FRAME_PIXELS = 196 * 112
-STEP_MODEL = {"hidden": 128, "layers": 3, "heads": 4, "vision_width": 128, "vision_depth": 2}
-PROMPTS, N, RESPONSE_TOKENS, REAL_STEPS = 4, 4, 16, 2
+STEP_MODEL = {"hidden": 256, "layers": 4, "heads": 4, "vision_width": 256, "vision_depth": 4}  # as bench_learner.py
+PROMPTS, N, RESPONSE_TOKENS, REAL_STEPS = 4, 4, 16, 3
 REAL_WORK = Path(tempfile.gettempdir()) / "evr1-bench-step"
 
 
@@ -230,18 +230,19 @@ def prepare_paths(work: Path) -> list[Record]:
 
 
 def measure_paths(work: Path = REAL_WORK, steps: int = REAL_STEPS) -> dict[str, list[dict[str, dict[str, float]]]]:
-    """Per path, the seconds per phase of `steps` steps after a warm-up step; the same responses on every path."""
+    """Per path, the seconds per phase of `steps` steps after a warm-up step; the same responses on every path.
+
+    The paths take turns step by step, so that a change in the machine's load falls on all three alike."""
     records = prepare_paths(work)
-    times: dict[str, list] = {}
-    responses: dict[str, list] = {}
-    for path in PATH_NAMES:
-        bench = StepBench(path, work, records)
-        runs = [bench.step(step) for step in range(steps + 1)]
-        times[path] = [t for t, _ in runs[1:]]  # step 0 warms up
-        responses[path] = [r for _, r in runs]
-        del bench
-    for path in PATH_NAMES[1:]:
-        assert responses[path] == responses["cache"], f"the {path} path generated other responses than the cache path"
+    benches = {path: StepBench(path, work, records) for path in PATH_NAMES}
+    times: dict[str, list] = {path: [] for path in PATH_NAMES}
+    for step in range(steps + 1):
+        runs = {path: bench.step(step) for path, bench in benches.items()}
+        for path in PATH_NAMES[1:]:
+            assert runs[path][1] == runs["cache"][1], f"step {step}: the {path} path generated other responses"
+        if step:  # step 0 warms up
+            for path, (seconds, _) in runs.items():
+                times[path].append(seconds)
     return times
 
 
@@ -268,7 +269,15 @@ def test_step_on_realistic_clips(benchmark, capsys) -> None:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="one training step on realistic clips, three data paths")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--steps", type=int, default=REAL_STEPS, help="measured steps per path, after a warm-up step")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)  # on a busy machine one thread gives steadier figures
     print(f"torch threads: {torch.get_num_threads()}; scale: {REAL_CLIP[0]}x{REAL_CLIP[1]} {REAL_CLIP[2]} s clips at 2 fps, "
           f"frames at most {FRAME_PIXELS} px, model {STEP_MODEL}, {PROMPTS} prompts x n={N}, {RESPONSE_TOKENS} tokens")
-    measured = measure_paths()
+    measured = measure_paths(steps=args.steps)
     print(report_paths(measured, "wall") + "\n" + report_paths(measured, "cpu"))

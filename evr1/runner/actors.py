@@ -66,6 +66,7 @@ class TrainItem:
     offline: bool
     group_id: int
     ref_logprobs: Any = None
+    staleness: int = 0
 
 
 class Placed:

@@ -157,43 +157,24 @@ class Trainer:
         return Generation(step, sampled, kept, counts, self.synced, refs)
 
     def step(self, step: int) -> dict[str, float]:
-        import torch
-
-        from evr1.data.mixers import Trajectory
+        """One step: its responses (generated now, or ahead of time when pipelined), groups and rewards,
+        advantages, the update, the weight sync."""
         from evr1.runner.actors import TrainItem
-        from evr1.runner.advantages import compute_advantages
-        from evr1.runner.metrics import reward_metrics
         from evr1.runner.timing import PhaseTimer
 
         exp, timer = self.exp, PhaseTimer()
         generation = self.pending.popleft() if self.pending else self.launch(step)
-        sampled, records = generation.sampled, [self.train.records[i] for i in generation.kept]
-        if not records:  # every record drawn failed at an earlier step: nothing to train on, nothing new failed
-            return {"data/dropped_records": float(len(sampled)), "data/failed_records": float(self.failures.count("train")),
-                    "data/empty_step": 1.0, **timer.metrics()}
+        if not generation.kept:  # every record drawn failed at an earlier step: nothing to train on, nothing new failed
+            return {**data_metrics(self.failures, generation.sampled, []), "data/empty_step": 1.0, **timer.metrics()}
         with timer("rollout"):
             (online, media, shown, failed), *greedy = generation.collect()
-        records, online, kept = self.drop_failed(step, sampled, records, online, failed)
-        metrics: dict[str, float] = {
-            **media, "data/dropped_records": float(len(sampled) - len(records)), "data/failed_records": float(self.failures.count("train")),
-        }
+        records, online, kept = self.drop_failed(step, generation, online, failed)
+        metrics: dict[str, float] = {**media, **data_metrics(self.failures, generation.sampled, records)}
         staleness = self.updates - generation.version  # policy updates since the weights that sampled these responses
         if exp.trainer.max_staleness:
             metrics["rollout/staleness"] = float(staleness)
-        all_sampled = None  # every sampled response's (inputs, outputs), when the mixer drops some of them
-        if self.mixer is not None:
-            online_scores, scored = None, None
-            if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
-                with timer("reward"):
-                    online_scores, scored, all_sampled = self.scorer.online_accuracy(records, online, step, shown)
-            groups, mixed = self.mixer.mix(records, online, step=step, online_scores=online_scores)
-            metrics.update(mixed)
-        else:
-            groups, scored = [[Trajectory.online(r) for r in g] for g in online], None
-        flat = [(g, t) for g, group in enumerate(groups) for t in group]
         with timer("reward"):
-            inputs, outputs = self.scorer.score_groups(records, flat, step, scored, shown)
-        metrics.update(reward_metrics(self.router, inputs, outputs, [t.offline for _, t in flat], all_sampled))
+            flat, inputs, outputs = self.score_groups(step, records, online, shown, metrics)
         items = [TrainItem(records[g], t.token_ids, t.logprobs, None, t.offline, g, staleness=0 if t.offline else staleness)
                  for g, t in flat]  # fmt: skip
         if exp.algo.kl.enabled:
@@ -204,14 +185,7 @@ class Trainer:
             with timer("reward"):  # one greedy response per prompt, scored
                 baselines, metrics["reward/greedy_baseline"] = self.greedy_baselines(step, records, kept, greedy[0], failed, flat)
         with timer("advantage"):
-            advantages, adv_metrics, keep = compute_advantages(
-                exp.algo, items, outputs, self.kl, max_length=exp.rollout.max_response_tokens, reward=exp.reward,
-                baselines=baselines,
-            )
-            metrics.update(adv_metrics)
-        for item, adv in zip(items, advantages):
-            item.advantages = adv
-        items = [item for item, k in zip(items, keep) if k]
+            items = self.advantages(items, outputs, baselines, metrics)
         with timer("update"):
             metrics.update({f"learner/{k}": v for k, v in self.workers.update(items, step).items()})
         self.updates += 1
@@ -219,32 +193,61 @@ class Trainer:
             metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(items))
         with timer("sync"):
             self.sync_weights(step)
-        lengths = torch.tensor([len(t) for _, t in flat], dtype=torch.float32)
-        metrics.update(
-            {
-                "response/length": float(lengths.mean()),
-                "response/stop_frac": sum(t.finish_reason == "stop" for _, t in flat) / len(flat),
-                "tokens/response": float(lengths.sum()),
-            }
-        )
-        metrics.update(timer.metrics())
+        metrics.update({**response_metrics(flat), **timer.metrics()})
         metrics["tokens/per_s"] = metrics["tokens/response"] / max(metrics["timing/step"], 1e-9)
         self.log_samples(step, inputs, outputs)
         return metrics
 
-    def drop_failed(self, step: int, sampled: Sequence[Any], records: list[Any], online: list[list[Any]],
+    def score_groups(self, step: int, records: Sequence[Any], online: Sequence[Sequence[Any]], shown: Mapping[str, Any],
+                     metrics: dict[str, float]) -> tuple[list[tuple[int, Any]], list, list]:
+        """The step's groups (the online responses, and a mixer's offline ones) as (group, trajectory) rows, with
+        their reward inputs and outputs; each response is scored once. The mixer's and reward metrics go into
+        `metrics`."""
+        from evr1.data.mixers import Trajectory
+        from evr1.runner.metrics import reward_metrics
+
+        all_sampled = None  # every sampled response's (inputs, outputs), when the mixer drops some of them
+        if self.mixer is not None:
+            online_scores, scored = None, None
+            if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
+                online_scores, scored, all_sampled = self.scorer.online_accuracy(records, online, step, shown)
+            groups, mixed = self.mixer.mix(records, online, step=step, online_scores=online_scores)
+            metrics.update(mixed)
+        else:
+            groups, scored = [[Trajectory.online(r) for r in g] for g in online], None
+        flat = [(g, t) for g, group in enumerate(groups) for t in group]
+        inputs, outputs = self.scorer.score_groups(records, flat, step, scored, shown)
+        metrics.update(reward_metrics(self.router, inputs, outputs, [t.offline for _, t in flat], all_sampled))
+        return flat, inputs, outputs
+
+    def advantages(self, items: list[Any], outputs: Sequence[Any], baselines: Sequence[float] | None,
+                   metrics: dict[str, float]) -> list[Any]:
+        """`items` with their advantages, less those dynamic sampling drops; the metrics go into `metrics`."""
+        from evr1.runner.advantages import compute_advantages
+
+        exp = self.exp
+        advantages, adv_metrics, keep = compute_advantages(
+            exp.algo, items, outputs, self.kl, max_length=exp.rollout.max_response_tokens, reward=exp.reward, baselines=baselines,
+        )
+        metrics.update(adv_metrics)
+        for item, adv in zip(items, advantages):
+            item.advantages = adv
+        return [item for item, k in zip(items, keep) if k]
+
+    def drop_failed(self, step: int, generation: Generation, online: list[list[Any]],
                     failed: Mapping[int, Any]) -> tuple[list[Any], list[list[Any]], list[int]]:
         """The step's records and groups less those whose media failed (logged, then skipped for the rest of
         the run), and the indices of those kept; raises `TrainingError` when no record is left or too many failed."""
         self.failures.add(step, "train", failed.values())
-        kept = [i for i in range(len(records)) if i not in failed]
-        stop = self.failures.too_many(step, len(kept), len(sampled), len(self.train.records), self.exp.data.max_failed_records)
+        kept = [i for i in range(len(generation.kept)) if i not in failed]
+        records = [self.train.records[generation.kept[i]] for i in kept]
+        stop = self.failures.too_many(step, len(kept), len(generation.sampled), len(self.train.records),
+                                      self.exp.data.max_failed_records)
         if stop:
             error = TrainingError(stop)
-            error.metrics = {"data/dropped_records": float(len(sampled) - len(kept)),  # logged before the run stops
-                             "data/failed_records": float(self.failures.count("train"))}
+            error.metrics = data_metrics(self.failures, generation.sampled, records)  # logged before the run stops
             raise error
-        return [records[i] for i in kept], [online[i] for i in kept], kept
+        return records, [online[i] for i in kept], kept
 
     def greedy_baselines(self, step: int, records: Sequence[Any], kept: Sequence[int], greedy: Any,
                          failed: Mapping[int, Any], flat: Sequence[tuple[int, Any]]) -> tuple[list[float], float]:
@@ -366,6 +369,20 @@ class Trainer:
         rows = read_metrics(self.run_dir)
         write_report(self.run_dir, rows, self.exp.name)
         return rows
+
+
+def data_metrics(failures: DataFailures, sampled: Sequence[int], records: Sequence[Any]) -> dict[str, float]:
+    """The step's records dropped (of those `sampled`, the `records` kept) and the run's failed ones so far."""
+    return {"data/dropped_records": float(len(sampled) - len(records)), "data/failed_records": float(failures.count("train"))}
+
+
+def response_metrics(flat: Sequence[tuple[int, Any]]) -> dict[str, float]:
+    """Mean length, share ended by a stop token, and total tokens of the step's responses (`flat`: (group, trajectory))."""
+    import torch
+
+    lengths = torch.tensor([len(t) for _, t in flat], dtype=torch.float32)
+    return {"response/length": float(lengths.mean()), "response/stop_frac": sum(t.finish_reason == "stop" for _, t in flat) / len(flat),
+            "tokens/response": float(lengths.sum())}
 
 
 def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: ExperimentSource | None = None) -> list[dict[str, Any]]:

@@ -113,6 +113,7 @@ class Trainer:
             print(f"cache {split.name}: {report.built} built, {report.skipped} already there{failed}")
 
     def start_workers(self) -> None:
+        """Start and place the run's actors (`evr1.runner.workers.start_workers`) and the scorer on its reward workers."""
         roots = {"train": self.train.root, **{v.name: v.root for v in self.vals}}
         self.workers = start_workers(self.exp, self.run_dir, roots, self.source)
         self.scorer = Scorer(self.workers.rewarders, get)

@@ -56,6 +56,10 @@ class Experiment(Spec):
         if self.model.lora is not None and self.resources.learner_sharding == "fsdp":
             raise ValueError("model.lora is not supported with resources.learner_sharding='fsdp' yet: set"
                              " learner_sharding='replicated' (each worker holds the frozen base and the adapters)")
+        if self.trainer.max_staleness and self.resources.num_gpus and self.rollout.colocate:
+            raise ValueError("trainer.max_staleness > 0 generates while the learners update, but a colocated engine"
+                             " (rollout.colocate=True) shares learner 0's GPU and sleeps while it trains: set"
+                             " rollout.colocate=False to give the engine GPUs of its own, or max_staleness=0")
         return self
 
 

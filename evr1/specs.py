@@ -629,6 +629,9 @@ class TrainerSpec(Spec):
     grouped_forward: bool = True
     mini_batches: PositiveInt = 1  # optimizer steps per epoch over a step's batch (groups kept whole)
     epochs: PositiveInt = 1  # passes over a step's batch, against the same old-policy log-probs
+    # Pipelined rollouts: the engine generates up to this many steps ahead, with weights as many updates old,
+    # while the learners update (stale rows get the decoupled-PPO correction, `OffPolicySpec`); 0: in turn.
+    max_staleness: Annotated[int, Field(ge=0)] = 0
     seed: int = 0
     save_every: Annotated[int, Field(ge=0)] = 0
     val_every: Annotated[int, Field(ge=0)] = 0

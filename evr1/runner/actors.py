@@ -100,11 +100,15 @@ class RolloutWorker(Placed):
     def generate(
         self, split: str, records: Sequence[Record], counts: Sequence[int], params: Any
     ) -> tuple[list[list[Any]], dict, dict, dict[int, MediaFailure]]:
-        """`counts[i]` responses for record i (grouped per record), media statistics, per record id what
-        the model was shown (`evr1.rewards.contract.Shown`: frame times, sizes, box units; for the rewards),
-        and by record index the records whose media cannot be loaded (their groups stay empty)."""
+        """`counts[i]` responses for record i (grouped per record), media statistics and the seconds spent
+        (`timing/generate`), per record id what the model was shown (`evr1.rewards.contract.Shown`: frame times,
+        sizes, box units; for the rewards), and by record index the records whose media cannot be loaded (their
+        groups stay empty)."""
+        import time
+
         from evr1.data.prompting import MediaFailure
 
+        started = time.perf_counter()
         prompter = self.prompters[split]
         prompts = [prompter.attempt(r) for r in records]
         failures = {i: p for i, p in enumerate(prompts) if isinstance(p, MediaFailure)}
@@ -117,7 +121,7 @@ class RolloutWorker(Placed):
             for result in results:
                 groups[chosen[result.prompt_index]].append(replace(result, prompt_index=chosen[result.prompt_index]))
         shown = dict(prompter.shown)
-        return groups, prompter.forget(), shown, failures
+        return groups, {**prompter.forget(), "timing/generate": time.perf_counter() - started}, shown, failures
 
     def load_weights(self, weights: Any) -> int:
         self.engine.load_weights(weights)

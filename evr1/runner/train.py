@@ -7,65 +7,38 @@ A record whose media cannot be loaded is dropped from its step and skipped for t
 `reward/<type>/*`, the progress bar) are kept apart from those of curated offline rows
 (`reward/offline_*`); `reward/score` is the mean over every row the advantages see.
 
-Workers run as Ray actors (an embedded local Ray unless `resources.ray_address` is given). Every
+Workers run as Ray actors (an embedded local Ray unless `resources.ray_address` is given;
+`evr1.runner.workers`); scoring is `evr1.runner.scoring`, checkpoints `evr1.runner.resume`. Every
 random choice derives from `trainer.seed` and the step number, so a resumed run repeats an
 uninterrupted one exactly (on CPU).
+
+With `trainer.max_staleness = k > 0` the loop is pipelined (`evr1.runner.pipeline`): the
+generations of the next k steps are already queued on the rollout worker, which runs them while
+the learners update; the new weights are queued after them, so the update never waits for a
+sync, and a step's responses come from weights up to k updates old (`TrainItem.staleness`, the
+metric `rollout/staleness`), which the learner corrects for. Validation and evaluation after step
+t are queued after t's weights, so they score the same weights as the synchronous loop.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
-import traceback
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evr1.errors import ConfigError, Evr1Error
 from evr1.experiment import Experiment
 from evr1.experiment_files import ExperimentSource, import_source
-from evr1.run_dir import (
-    CHECKPOINTS,
-    FINAL_MODEL,
-    SAMPLES_FILE,
-    TRAINER_STATE,
-    interrupted_message,
-    latest_checkpoint,
-    record_info,
-    resume_message,
-)
-from evr1.runner.cluster import cluster_address_label, ray_session
+from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message
+from evr1.runner.cluster import ray_session
 from evr1.runner.data_failures import FAILURES_FILE, DataFailures
-
-
-class TrainingError(Evr1Error):
-    """A worker failed, or the data did; the message names the step (and a worker's traceback).
-
-    `metrics`: what the failing step had measured, logged before the run stops.
-    """
-
-    metrics: dict[str, float] | None = None
-
-
-def reward_input(record: Any, text: str, sample_id: str, shown: Mapping[str, Any] | None) -> Any:
-    """The reward input of one response, with what the model was shown of its record when known
-    (`shown`: record id -> `evr1.rewards.contract.Shown`, from the rollout's prompter)."""
-    from evr1.rewards import RewardInput
-
-    return RewardInput.from_record(record, text, sample_id=sample_id, shown=(shown or {}).get(record.id))
-
-
-def discard_evaluations(run_dir: Path, first_step: int) -> list[str]:
-    """Remove the periodic evaluations (`eval/step_N`) of steps a resumed run trains again, so none
-    mixes answers of two sets of weights; returns the names removed."""
-    removed = []
-    for folder in sorted((run_dir / "eval").glob("step_*")):
-        if folder.is_dir() and folder.name[5:].isdigit() and int(folder.name[5:]) >= first_step:
-            shutil.rmtree(folder)
-            removed.append(folder.name)
-    return removed
+from evr1.runner.pipeline import Generation, load_in_flight, save_in_flight
+from evr1.runner.resume import discard_evaluations, load_checkpoint, save_checkpoint
+from evr1.runner.scoring import Scorer, greedy_baselines
+from evr1.runner.workers import TrainingError, Workers, get, start_workers
 
 
 def step_seed(seed: int, step: int, salt: int = 0) -> int:
@@ -82,6 +55,9 @@ class Trainer:
     building anything from a registry, so components it registers (a reward) exist everywhere.
     """
 
+    workers: Workers
+    scorer: Scorer
+
     def __init__(self, exp: Experiment, run_dir: Path, source: ExperimentSource | None = None) -> None:
         from evr1.models import load_processor
         from evr1.registry import MIXERS, SAMPLERS
@@ -92,6 +68,10 @@ class Trainer:
             import_source(source)
         self.exp, self.run_dir, self.source = exp, Path(run_dir), source
         self.current_step = 0
+        self.pending: deque[Generation] = deque()  # launched, in step order; the last launched is step `launched`
+        self.launched = 0
+        self.updates = self.synced = 0  # policy updates made; those in the weights sent to the rollout worker
+        self.syncing: list[Any] = []  # the weight sync not yet waited for (pipelined)
         if exp.data.synth is not None:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
@@ -132,272 +112,153 @@ class Trainer:
             failed = f", {report.failed} failed (see {report.failures_path})" if report.failed else ""
             print(f"cache {split.name}: {report.built} built, {report.skipped} already there{failed}")
 
-    # -- workers ------------------------------------------------------------------------------
     def start_workers(self) -> None:
-        """Place every actor in one placement group (refused when the cluster cannot hold them), rendezvous the
-        learners on learner 0's node, check every worker sees the run's files, and record where each landed."""
-        import ray
-
-        from evr1.engines.vllm_adapter import gpu_requests
-        from evr1.runner.actors import LearnerWorker, ReferenceWorker, RewardWorker, RolloutWorker
-        from evr1.runner.cluster import Ask, Placement, cluster_nodes, rendezvous_address
-        from evr1.runner.worker_paths import absolute_source, for_workers
-
-        res = self.exp.resources
-        exp, source = for_workers(self.exp), absolute_source(self.source)  # workers run in their node's folder
-        gpus = gpu_requests(res, self.exp.rollout)  # colocated: learner 0 and the engine share a GPU (one bundle)
-        cpu = 0.5 if res.num_gpus == 0 else 1
-        roots = {"train": self.train.root.resolve(), **{v.name: v.root.resolve() for v in self.vals}}
-        # with LoRA the KL reference is the learners' own base (adapters off): no second copy of the model
-        separate = self.exp.algo.kl.enabled and self.exp.model.lora is None
-        learner_gpus, reference_gpus = reference_share(res.num_gpus, gpus, separate)
-        asks = [Ask(f"learner {rank}", cpu, learner_gpus[rank]) for rank in range(res.learner_workers)]
-        asks.append(Ask("rollout", cpu, gpus.rollout, "learner 0" if gpus.colocated else None))
-        if separate:
-            asks.append(Ask("reference", cpu, reference_gpus, "learner 0" if 0 < reference_gpus < 1 else None))
-        asks += [Ask(f"reward {k}", 0.25) for k in range(res.reward_workers)]
-        self.placement = placement = Placement(asks, res.placement, res.placement_timeout_s)
-        ask = {a.role: a for a in asks}
-
-        def actor(cls: type, role: str) -> Any:
-            return ray.remote(num_cpus=ask[role].cpus, num_gpus=ask[role].gpus)(cls).options(
-                scheduling_strategy=placement.strategy(role)
-            )
-
-        address = rendezvous_address(placement, "learner 0") if res.learner_workers > 1 else ""
-        self.learners = [
-            actor(LearnerWorker, f"learner {rank}").remote(exp, roots["train"], rank, res.learner_workers, address, source)
-            for rank in range(res.learner_workers)
-        ]
-        self.rollout = actor(RolloutWorker, "rollout").remote(exp, roots, source)
-        self.reference = actor(ReferenceWorker, "reference").remote(exp, roots["train"], source) if separate else None
-        if self.exp.algo.kl.enabled:
-            base = "the learners' base model, LoRA adapters off"
-            print(f"KL reference: {'a reference worker' if self.reference is not None else base}")
-        self.rewarders = [actor(RewardWorker, f"reward {k}").remote(exp, source) for k in range(res.reward_workers)]
-        workers = {**{f"learner {r}": w for r, w in enumerate(self.learners)}, "rollout": self.rollout,
-                   **({"reference": self.reference} if self.reference else {}),
-                   **{f"reward {k}": w for k, w in enumerate(self.rewarders)}}  # fmt: skip
-        self.check_storage(workers, exp, roots.values(), source)
-        nodes = cluster_nodes()
-        print(f"cluster: {len(nodes)} node(s), address {cluster_address_label(res)}; placement {res.placement}: "
-              + ", ".join(f"{role} on {w['ip']}" for role, w in self.placed.items()))
-        record_info(self.run_dir, cluster={"nodes": nodes, "actors": self.placed})
-
-    def check_storage(self, workers: Mapping[str, Any], exp: Experiment, roots: Any, source: Any) -> None:
-        """Every worker sees the run's files and writes the run directory where the driver reads it; else refuse."""
-        from evr1.runner.worker_paths import needed, refusal
-
-        paths, run_dir = needed(exp, roots, source), str(self.run_dir.resolve())
-        self.placed = dict(zip(workers, self._get([w.where.remote() for w in workers.values()], 0, "worker (start)")))
-        checks = self._get([w.check_storage.remote(paths, run_dir) for w in workers.values()], 0, "worker (storage check)")
-        problem = refusal({f"{role} on node {self.placed[role]['ip']}": c for role, c in zip(workers, checks)}, self.run_dir)
-        if problem:
-            raise ConfigError(problem)
-
-    def _get(self, refs: Any, step: int, what: str) -> Any:
-        import ray
-
-        try:
-            return ray.get(refs)
-        except ray.exceptions.RayError as exc:
-            cause = getattr(exc, "traceback_str", None) or "".join(traceback.format_exception(exc))
-            raise TrainingError(f"step {step}: the {what} failed:\n{cause}") from None
-
-    def reference_logprobs(self, items: Sequence[Any], step: int) -> None:
-        """Set each item's `ref_logprobs`: from the reference worker, or with LoRA from the learners with their
-        adapters off, each replica scoring the groups it trains on (their media are then read once)."""
-        if self.reference is not None:
-            shards, calls, what = [list(items)], [self.reference.logprobs], "reference worker"
-        else:
-            shards = shard_groups(items, len(self.learners), self.exp.trainer.mini_batches)
-            calls, what = [w.reference_logprobs for w in self.learners], "learner (reference log-probs)"
-        results = self._get([call.remote(shard) for call, shard in zip(calls, shards)], step, what)
-        for shard, refs in zip(shards, results):
-            for item, ref in zip(shard, refs):
-                item.ref_logprobs = ref
+        """Start and place the run's actors (`evr1.runner.workers.start_workers`) and the scorer on its reward workers."""
+        roots = {"train": self.train.root, **{v.name: v.root for v in self.vals}}
+        self.workers = start_workers(self.exp, self.run_dir, roots, self.source)
+        self.scorer = Scorer(self.workers.rewarders, get)
 
     def sync_weights(self, step: int) -> None:
-        """The policy's weights to the rollout worker, by reference (never through the driver). Replicated
-        learners are equal, so the first sends them; sharded ones all join the gather (rank 0 returns them)."""
-        holders = self.learners if self.exp.resources.learner_sharding == "fsdp" else self.learners[:1]
-        refs = [w.weights.remote() for w in holders]
-        self._get([self.rollout.load_weights.remote(refs[0]), *refs[1:]], step, "weight sync (learner to rollout worker)")
+        """The policy's weights to the rollout worker; pipelined, queued after the generations launched before
+        (the previous sync is waited for first, to report its failure)."""
+        get(self.syncing, step, "weight sync (learner to rollout worker)")
+        if self.exp.trainer.max_staleness:
+            self.syncing = self.workers.send_weights()
+        else:
+            self.workers.sync_weights(step)
+        self.synced = self.updates
 
-    # -- one step -----------------------------------------------------------------------------
+    def fill_pipeline(self, step: int) -> None:
+        """After `step`, launch the generations of the steps up to `step + 1 + trainer.max_staleness`."""
+        last = min(step + 1 + self.exp.trainer.max_staleness, self.exp.trainer.steps)
+        for ahead in range(max(self.launched, step) + 1, last + 1):
+            self.pending.append(self.launch(ahead))
+            self.launched = ahead
+
     def sampling_params(self, step: int, *, greedy: bool = False) -> Any:
         from evr1.engines.base import SamplingParams
 
         return SamplingParams.from_spec(self.exp.rollout, greedy=greedy, seed=step_seed(self.exp.trainer.seed, step))
 
-    def score(self, records: Sequence[Any], texts: Sequence[str], ids: Sequence[str], step: int,
-              shown: Mapping[str, Any] | None = None) -> tuple[list, list]:
-        """Reward inputs and outputs; `shown` (record id -> `Shown`, from the rollout) tells the rewards what
-        the model saw (frame times on the clip clock for answers by frame index; sizes and box units for boxes)."""
-        inputs = [reward_input(r, t, i, shown) for r, t, i in zip(records, texts, ids)]
-        shards = [inputs[k :: len(self.rewarders)] for k in range(len(self.rewarders))]
-        scored = self._get([w.score.remote(s) for w, s in zip(self.rewarders, shards)], step, "reward worker")
-        outputs: list[Any] = [None] * len(inputs)
-        for k, shard in enumerate(scored):
-            outputs[k :: len(self.rewarders)] = shard
-        return inputs, outputs
-
-    def online_accuracy(self, records: Sequence[Any], online: Sequence[Sequence[Any]], step: int,
-                        shown: Mapping[str, Any] | None = None) -> tuple[list[list[float | None]], dict]:
-        """Accuracy (else score) of each online response, per group, for a mixer that decides on it;
-        None where the reward does not apply to the response.
-
-        Also returns the reward outputs by (group, response index), so the responses the mixer keeps
-        are not scored (nor a remote judge asked) a second time, and every (input, output) pair (the
-        step's sampled-response metrics). A failed reward is None too: an outage is not a wrong answer.
-        """
-        flat = [(g, j, r) for g, group in enumerate(online) for j, r in enumerate(group)]
-        ids = [f"{records[g].id}#{k}" for k, (g, _, _) in enumerate(flat)]
-        inputs, outputs = self.score([records[g] for g, _, _ in flat], [r.text for _, _, r in flat], ids, step, shown)
-        scores: list[list[float | None]] = [[] for _ in online]
-        scored = {}
-        for (g, j, r), out in zip(flat, outputs):
-            usable = out.applicable and out.error is None
-            scores[g].append(out.components.get("accuracy", out.score) if usable else None)
-            scored[(g, j)] = (r.text, out)
-        return scores, scored, (inputs, outputs)
-
-    def score_groups(self, records: Sequence[Any], flat: Sequence[tuple[int, Any]], step: int,
-                     scored: dict | None = None, shown: Mapping[str, Any] | None = None) -> tuple[list, list]:
-        """Reward inputs and outputs of every trajectory; online ones already `scored` are reused.
-
-        A mixer keeps a prefix of each group's online responses, in order: the j-th online member of
-        group g is the j-th response sampled for it (checked by text before reusing its output).
-        """
-        ids = [f"{records[g].id}#{k}" for k, (g, _) in enumerate(flat)]
-        inputs = [reward_input(records[g], t.text, i, shown) for (g, t), i in zip(flat, ids)]
-        outputs: list[Any] = [None] * len(flat)
-        seen: dict[int, int] = {}
-        for k, (g, t) in enumerate(flat):
-            if t.offline:
-                continue
-            j = seen.get(g, 0)
-            seen[g] = j + 1
-            text, out = (scored or {}).get((g, j), (None, None))
-            if text == t.text:
-                outputs[k] = out
-        todo = [k for k, out in enumerate(outputs) if out is None]
-        if todo:
-            _, fresh = self.score([records[flat[k][0]] for k in todo], [flat[k][1].text for k in todo], [ids[k] for k in todo], step,
-                                  shown)
-            for k, out in zip(todo, fresh):
-                outputs[k] = out
-        return inputs, outputs
-
-    def greedy_baselines(self, records: Sequence[Any], flat: Sequence[tuple[int, Any]], step: int) -> tuple[list[float], float]:
-        """ReMax baselines: the (shaped) score of one greedy response per record, for each row of `flat`; and their mean."""
-        import torch
-
-        from evr1.runner.advantages import shaped_scores
-
-        greedy, _, shown, failed = self._get(
-            self.rollout.generate.remote("train", records, [1] * len(records), self.sampling_params(step, greedy=True)),
-            step, "rollout worker (greedy baseline)",
-        )
-        if failed:  # loaded for this step's sampling moments ago
-            raise TrainingError(f"step {step}: media of records {sorted(f.record for f in failed.values())} failed on a second load")
-        texts = [g[0].text for g in greedy]
-        _, outputs = self.score(records, texts, [f"{r.id}#greedy" for r in records], step, shown)
-        lengths = torch.tensor([len(g[0].token_ids) for g in greedy])
-        scores, _ = shaped_scores(
-            self.exp.algo, torch.tensor([o.score for o in outputs], dtype=torch.float32), lengths, self.exp.rollout.max_response_tokens
-        )
-        return [float(scores[g]) for g, _ in flat], float(scores.mean())
+    # -- one step -----------------------------------------------------------------------------
+    def launch(self, step: int) -> Generation:
+        """Draw the step's records and ask the rollout worker for their responses (and with ReMax one greedy
+        response each); a record whose media failed at an earlier step is skipped."""
+        exp = self.exp
+        sampled = self.sampler.sample(exp.trainer.prompts_per_step)
+        kept = [i for i in sampled if not self.failures.skipped("train", self.train.records[i].id)]
+        records = [self.train.records[i] for i in kept]
+        counts = [self.mixer.online_count(r, step) if self.mixer else exp.rollout.n for r in records]
+        refs = []
+        if records:
+            refs.append(self.workers.rollout.generate.remote("train", records, counts, self.sampling_params(step)))
+            if exp.algo.advantage == "remax":  # with the weights of the sampled responses; failed records give none
+                greedy = self.sampling_params(step, greedy=True)
+                refs.append(self.workers.rollout.generate.remote("train", records, [1] * len(records), greedy))
+        return Generation(step, sampled, kept, counts, self.synced, refs)
 
     def step(self, step: int) -> dict[str, float]:
-        import torch
-
-        from evr1.data.mixers import Trajectory
+        """One step: its responses (generated now, or ahead of time when pipelined), groups and rewards,
+        advantages, the update, the weight sync."""
         from evr1.runner.actors import TrainItem
-        from evr1.runner.advantages import compute_advantages
-        from evr1.runner.metrics import reward_metrics
         from evr1.runner.timing import PhaseTimer
 
         exp, timer = self.exp, PhaseTimer()
-        sampled = [self.train.records[i] for i in self.sampler.sample(exp.trainer.prompts_per_step)]
-        records = [r for r in sampled if not self.failures.skipped("train", r.id)]
-        if not records:  # every record drawn failed at an earlier step: nothing to train on, nothing new failed
-            return {"data/dropped_records": float(len(sampled)), "data/failed_records": float(self.failures.count("train")),
-                    "data/empty_step": 1.0, **timer.metrics()}
-        counts = [self.mixer.online_count(r, step) if self.mixer else exp.rollout.n for r in records]
+        generation = self.pending.popleft() if self.pending else self.launch(step)
+        if not generation.kept:  # every record drawn failed at an earlier step: nothing to train on, nothing new failed
+            return {**data_metrics(self.failures, generation.sampled, []), "data/empty_step": 1.0, **timer.metrics()}
         with timer("rollout"):
-            online, media, shown, failed = self._get(
-                self.rollout.generate.remote("train", records, counts, self.sampling_params(step)), step, "rollout worker"
-            )
-        records, online = self.drop_failed(step, sampled, records, online, failed)
-        metrics: dict[str, float] = {
-            **media, "data/dropped_records": float(len(sampled) - len(records)), "data/failed_records": float(self.failures.count("train")),
-        }
+            (online, media, shown, failed), *greedy = generation.collect()
+        records, online, kept = self.drop_failed(step, generation, online, failed)
+        metrics: dict[str, float] = {**media, **data_metrics(self.failures, generation.sampled, records)}
+        staleness = self.updates - generation.version  # policy updates since the weights that sampled these responses
+        if exp.trainer.max_staleness:
+            metrics["rollout/staleness"] = float(staleness)
+        with timer("reward"):
+            flat, inputs, outputs = self.score_groups(step, records, online, shown, metrics)
+        items = [TrainItem(records[g], t.token_ids, t.logprobs, None, t.offline, g, staleness=0 if t.offline else staleness)
+                 for g, t in flat]  # fmt: skip
+        if exp.algo.kl.enabled:
+            with timer("reference"):
+                self.workers.reference_logprobs(items, step)
+        baselines = None
+        if greedy:
+            with timer("reward"):  # one greedy response per prompt, scored
+                baselines, metrics["reward/greedy_baseline"] = self.greedy_baselines(step, records, kept, greedy[0], failed, flat)
+        with timer("advantage"):
+            items = self.advantages(items, outputs, baselines, metrics)
+        with timer("update"):
+            metrics.update({f"learner/{k}": v for k, v in self.workers.update(items, step).items()})
+        self.updates += 1
+        if self.kl is not None and "kl/mean" in metrics:
+            metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(items))
+        with timer("sync"):
+            self.sync_weights(step)
+        metrics.update({**response_metrics(flat), **timer.metrics()})
+        metrics["tokens/per_s"] = metrics["tokens/response"] / max(metrics["timing/step"], 1e-9)
+        self.log_samples(step, inputs, outputs)
+        return metrics
+
+    def score_groups(self, step: int, records: Sequence[Any], online: Sequence[Sequence[Any]], shown: Mapping[str, Any],
+                     metrics: dict[str, float]) -> tuple[list[tuple[int, Any]], list, list]:
+        """The step's groups (the online responses, and a mixer's offline ones) as (group, trajectory) rows, with
+        their reward inputs and outputs; each response is scored once. The mixer's and reward metrics go into
+        `metrics`."""
+        from evr1.data.mixers import Trajectory
+        from evr1.runner.metrics import reward_metrics
+
         all_sampled = None  # every sampled response's (inputs, outputs), when the mixer drops some of them
         if self.mixer is not None:
             online_scores, scored = None, None
             if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
-                with timer("reward"):
-                    online_scores, scored, all_sampled = self.online_accuracy(records, online, step, shown)
+                online_scores, scored, all_sampled = self.scorer.online_accuracy(records, online, step, shown)
             groups, mixed = self.mixer.mix(records, online, step=step, online_scores=online_scores)
             metrics.update(mixed)
         else:
             groups, scored = [[Trajectory.online(r) for r in g] for g in online], None
         flat = [(g, t) for g, group in enumerate(groups) for t in group]
-        with timer("reward"):
-            inputs, outputs = self.score_groups(records, flat, step, scored, shown)
+        inputs, outputs = self.scorer.score_groups(records, flat, step, scored, shown)
         metrics.update(reward_metrics(self.router, inputs, outputs, [t.offline for _, t in flat], all_sampled))
-        items = [TrainItem(records[g], t.token_ids, t.logprobs, None, t.offline, g) for g, t in flat]
-        if exp.algo.kl.enabled:
-            with timer("reference"):
-                self.reference_logprobs(items, step)
-        baselines = None
-        if exp.algo.advantage == "remax":
-            with timer("rollout"):  # one greedy response per prompt, scored
-                baselines, metrics["reward/greedy_baseline"] = self.greedy_baselines(records, flat, step)
-        with timer("advantage"):
-            advantages, adv_metrics, keep = compute_advantages(
-                exp.algo, items, outputs, self.kl, max_length=exp.rollout.max_response_tokens, reward=exp.reward,
-                baselines=baselines,
-            )
-            metrics.update(adv_metrics)
+        return flat, inputs, outputs
+
+    def advantages(self, items: list[Any], outputs: Sequence[Any], baselines: Sequence[float] | None,
+                   metrics: dict[str, float]) -> list[Any]:
+        """`items` with their advantages, less those dynamic sampling drops; the metrics go into `metrics`."""
+        from evr1.runner.advantages import compute_advantages
+
+        exp = self.exp
+        advantages, adv_metrics, keep = compute_advantages(
+            exp.algo, items, outputs, self.kl, max_length=exp.rollout.max_response_tokens, reward=exp.reward, baselines=baselines,
+        )
+        metrics.update(adv_metrics)
         for item, adv in zip(items, advantages):
             item.advantages = adv
-        items = [item for item, k in zip(items, keep) if k]
-        with timer("update"):
-            shards = shard_groups(items, len(self.learners), exp.trainer.mini_batches)
-            results = self._get([w.update.remote(s) for w, s in zip(self.learners, shards)], step, "learner")
-            metrics.update({f"learner/{k}": v for k, v in results[0].items()})
-        if self.kl is not None and "kl/mean" in metrics:
-            metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(items))
-        with timer("sync"):
-            self.sync_weights(step)
-        lengths = torch.tensor([len(t) for _, t in flat], dtype=torch.float32)
-        metrics.update(
-            {
-                "response/length": float(lengths.mean()),
-                "response/stop_frac": sum(t.finish_reason == "stop" for _, t in flat) / len(flat),
-                "tokens/response": float(lengths.sum()),
-            }
-        )
-        metrics.update(timer.metrics())
-        metrics["tokens/per_s"] = metrics["tokens/response"] / max(metrics["timing/step"], 1e-9)
-        self.log_samples(step, inputs, outputs)
-        return metrics
+        return [item for item, k in zip(items, keep) if k]
 
-    def drop_failed(self, step: int, sampled: Sequence[Any], records: list[Any], online: list[list[Any]],
-                    failed: Mapping[int, Any]) -> tuple[list[Any], list[list[Any]]]:
+    def drop_failed(self, step: int, generation: Generation, online: list[list[Any]],
+                    failed: Mapping[int, Any]) -> tuple[list[Any], list[list[Any]], list[int]]:
         """The step's records and groups less those whose media failed (logged, then skipped for the rest of
-        the run); raises `TrainingError` when no record is left or too many failed."""
+        the run), and the indices of those kept; raises `TrainingError` when no record is left or too many failed."""
         self.failures.add(step, "train", failed.values())
-        kept = [i for i in range(len(records)) if i not in failed]
-        stop = self.failures.too_many(step, len(kept), len(sampled), len(self.train.records), self.exp.data.max_failed_records)
+        kept = [i for i in range(len(generation.kept)) if i not in failed]
+        records = [self.train.records[generation.kept[i]] for i in kept]
+        stop = self.failures.too_many(step, len(kept), len(generation.sampled), len(self.train.records),
+                                      self.exp.data.max_failed_records)
         if stop:
             error = TrainingError(stop)
-            error.metrics = {"data/dropped_records": float(len(sampled) - len(kept)),  # logged before the run stops
-                             "data/failed_records": float(self.failures.count("train"))}
+            error.metrics = data_metrics(self.failures, generation.sampled, records)  # logged before the run stops
             raise error
-        return [records[i] for i in kept], [online[i] for i in kept]
+        return records, [online[i] for i in kept], kept
+
+    def greedy_baselines(self, step: int, records: Sequence[Any], kept: Sequence[int], greedy: Any,
+                         failed: Mapping[int, Any], flat: Sequence[tuple[int, Any]]) -> tuple[list[float], float]:
+        """ReMax's baselines from the greedy responses to the step's records, `kept` those whose media loaded
+        for sampling (`failed`: those that did not); the same media must load for the greedy responses."""
+        groups, _, shown, greedy_failed = greedy
+        again = sorted(f.record for i, f in greedy_failed.items() if i not in failed)
+        if again:  # loaded for this step's sampling moments ago
+            raise TrainingError(f"step {step}: media of records {again} failed on a second load")
+        return greedy_baselines(self.scorer, self.exp, records, [groups[i] for i in kept], shown, flat, step)
 
     def log_samples(self, step: int, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         shown = self.exp.trainer.log_samples
@@ -410,18 +271,19 @@ class Trainer:
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, step: int) -> dict[str, float]:
+        """Greedy accuracy and score on every validation split (a record whose media failed counts as wrong)."""
         metrics: dict[str, float] = {}
         for split in self.vals:
             records = [r for r in split.records if not self.failures.skipped(split.name, r.id)]
-            groups, _, shown, failed = self._get(
-                self.rollout.generate.remote(split.name, records, [1] * len(records), self.sampling_params(step, greedy=True)),
+            groups, _, shown, failed = get(
+                self.workers.rollout.generate.remote(split.name, records, [1] * len(records), self.sampling_params(step, greedy=True)),
                 step, f"rollout worker (validation on {split.name})",
             )
             self.failures.add(step, split.name, failed.values())
             texts = [g[0].text for i, g in enumerate(groups) if i not in failed]
             records = [r for i, r in enumerate(records) if i not in failed]
-            _, outputs = self.score(records, texts, [r.id for r in records], step, shown)
-            total = len(split.records)  # a record whose media failed counts as wrong
+            _, outputs = self.scorer.score(records, texts, [r.id for r in records], step, shown)
+            total = len(split.records)
             metrics[f"val/{split.name}/accuracy"] = sum(o.components.get("accuracy", 0.0) for o in outputs) / total
             metrics[f"val/{split.name}/score"] = sum(o.score for o in outputs) / total
             if self.failures.count(split.name):
@@ -430,35 +292,22 @@ class Trainer:
 
     # -- checkpoints --------------------------------------------------------------------------
     def save(self, step: int) -> Path:
-        """Checkpoint after `step` steps: learner state, then the trainer state (the completion marker)."""
-        folder = self.run_dir / CHECKPOINTS / f"step_{step:06d}"
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        learner = (folder / "learner").resolve()
-        self._get([w.save.remote(str(learner)) for w in self.learners], step, "learner (checkpoint)")
-        if not learner.is_dir():  # written by rank 0 on its node: complete only where the driver sees it
-            raise TrainingError(f"learner 0 wrote its checkpoint to {learner} on node {self.placed['learner 0']['ip']},"
-                                " but the driver does not see it: the run directory must be shared storage")
-        state = {"step": step, "sampler": self.sampler.state_dict(), "kl_coef": self.kl.value if self.kl else None,
-                 "failed_records": self.failures.state_dict()}
-        tmp = folder / (TRAINER_STATE + ".tmp")
-        tmp.write_text(json.dumps(state))
-        tmp.rename(folder / TRAINER_STATE)
-        return folder
+        """Checkpoint after `step` steps (`evr1.runner.resume`)."""
+        state = {"sampler": self.sampler.state_dict(), "kl_coef": self.kl.value if self.kl else None,
+                 "failed_records": self.failures.state_dict(), "updates": self.updates}
+        in_flight = list(self.pending)  # generated with weights this checkpoint does not hold: stored as they are
+        write = (lambda folder: save_in_flight(folder, in_flight)) if in_flight else None
+        return save_checkpoint(self.run_dir, step, self.workers, state, write)
 
     def restore(self, folder: Path) -> int:
-        state = json.loads((folder / TRAINER_STATE).read_text())
-        if state["step"] > self.exp.trainer.steps:
-            raise TrainingError(
-                f"{folder} was taken after step {state['step']}, beyond this run's trainer.steps={self.exp.trainer.steps}:"
-                " it belongs to another run"
-            )
-        self._get([w.load.remote(str((folder / "learner").resolve())) for w in self.learners], state["step"], "learner (restore)")
+        state = load_checkpoint(folder, self.exp.trainer.steps, self.workers)
         self.sampler.load_state_dict(state["sampler"])
         if self.kl is not None and state["kl_coef"] is not None:
             self.kl.value = state["kl_coef"]
         self.failures.load_state_dict(state.get("failed_records", {}))  # absent in checkpoints of older versions
+        self.updates = int(state.get("updates", state["step"]))
+        self.pending = deque(load_in_flight(folder))
+        self.launched = int(state["step"]) + len(self.pending)
         return int(state["step"])
 
     # -- the loop -----------------------------------------------------------------------------
@@ -482,9 +331,11 @@ class Trainer:
             discard_evaluations(self.run_dir, max(logged_from, 1))
         logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard, wandb_project=t.wandb_project, resume_step=logged_from)
         self.current_step = start
-        self.sync_weights(start)
+        self.workers.sync_weights(start)
+        self.synced = self.updates
         if start == 0 and t.val_every:
             logger.log(0, self.validate(0))
+        self.fill_pipeline(start)
         bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.exp.name, unit="step")
         try:
             for step in bar:
@@ -494,7 +345,7 @@ class Trainer:
                     metrics.update(self.validate(step))
                 if self.exp.eval.every_steps and self.exp.eval.benchmarks and step % self.exp.eval.every_steps == 0:
                     out = self.run_dir / "eval" / f"step_{step:06d}"
-                    metrics.update(self._get(self.rollout.evaluate.remote(str(out.resolve())), step, "rollout worker (evaluation)"))
+                    metrics.update(get(self.workers.rollout.evaluate.remote(str(out.resolve())), step, "rollout worker (evaluation)"))
                 logger.log(step, metrics)
                 bar.set_postfix(
                     reward=f"{metrics.get('reward/online_score', 0):.2f}",
@@ -504,6 +355,7 @@ class Trainer:
                 if t.save_every and step % t.save_every == 0:
                     self.save(step)
                     prune_checkpoints(self.run_dir, t, read_metrics(self.run_dir))
+                self.fill_pipeline(step)
         except TrainingError as exc:  # e.g. too many unreadable media: report what was logged, then fail
             if getattr(exc, "metrics", None):
                 logger.log(self.current_step, exc.metrics)
@@ -511,39 +363,27 @@ class Trainer:
             write_report(self.run_dir, read_metrics(self.run_dir), self.exp.name)
             raise
         logger.close()
+        get(self.syncing, t.steps, "weight sync (learner to rollout worker)")
         final = (self.run_dir / FINAL_MODEL).resolve()
-        self._get([w.export.remote(str(final)) for w in self.learners], t.steps, "learner (export)")
-        if not final.is_dir():
-            raise TrainingError(f"learner 0 exported {final} on node {self.placed['learner 0']['ip']}, but the driver"
-                                " does not see it: the run directory must be shared storage")
+        get([w.export.remote(str(final)) for w in self.workers.learners], t.steps, "learner (export)")
+        self.workers.learner_dir_seen(final, "export")
         rows = read_metrics(self.run_dir)
         write_report(self.run_dir, rows, self.exp.name)
         return rows
 
 
-def reference_share(num_gpus: int, gpus: Any, reference: bool) -> tuple[tuple[float, ...], float]:
-    """The learners' GPU requests and the reference worker's (0 on CPU runs or without one: `reference`
-    is False without KL, and with LoRA, whose reference is the learners' own base).
-
-    The reference takes a whole GPU when one is left over, else half of learner 0's share (it
-    lives beside learner 0: Ray counts the fractions, the memory is shared).
-    """
-    learners = tuple(gpus.learners)
-    if num_gpus == 0 or not reference:
-        return learners, 0.0
-    if num_gpus - gpus.rollout - sum(learners) >= 1:
-        return learners, 1.0
-    half = learners[0] / 2
-    return (half, *learners[1:]), half
+def data_metrics(failures: DataFailures, sampled: Sequence[int], records: Sequence[Any]) -> dict[str, float]:
+    """The step's records dropped (of those `sampled`, the `records` kept) and the run's failed ones so far."""
+    return {"data/dropped_records": float(len(sampled) - len(records)), "data/failed_records": float(failures.count("train"))}
 
 
-def shard_groups(items: Sequence[Any], workers: int, mini_batches: int) -> list[list[Any]]:
-    """Whole groups per worker, so that every worker holds part of every mini-batch.
+def response_metrics(flat: Sequence[tuple[int, Any]]) -> dict[str, float]:
+    """Mean length, share ended by a stop token, and total tokens of the step's responses (`flat`: (group, trajectory))."""
+    import torch
 
-    The learner's mini-batch j holds the groups with `group_id % mini_batches == j`; sharding by
-    `(group_id // mini_batches) % workers` spreads the groups of each mini-batch over the workers.
-    """
-    return [[item for item in items if (item.group_id // mini_batches) % workers == k] for k in range(workers)]
+    lengths = torch.tensor([len(t) for _, t in flat], dtype=torch.float32)
+    return {"response/length": float(lengths.mean()), "response/stop_frac": sum(t.finish_reason == "stop" for _, t in flat) / len(flat),
+            "tokens/response": float(lengths.sum())}
 
 
 def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: ExperimentSource | None = None) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from evr1.engines.vllm_adapter import gpu_requests
 from evr1.rewards.contract import RewardOutput
 from evr1.runner.actors import TrainItem
 from evr1.runner.advantages import compute_advantages, gdpo_weights
-from evr1.runner.train import reference_share, shard_groups
+from evr1.runner.workers import reference_share, shard_groups
 from evr1.specs import AlgoSpec, ResourcesSpec, RewardSpec, RolloutSpec
 
 R = 1 / math.sqrt(2)  # a [1, 0] group, (x - mean) / std: +-0.5 / 0.7071

@@ -118,6 +118,7 @@ def test_failures_are_logged_once_with_their_line_and_limit_the_run(tmp_path: Pa
 def test_a_step_drawing_only_records_skipped_earlier_trains_nothing_and_goes_on(tmp_path: Path) -> None:
     """Two of 400 records failed at earlier steps (the limit is 4); a later step that draws exactly those two
     has nothing to roll out: it is logged as an empty step, and the run is not stopped (nothing new failed)."""
+    from collections import deque
     from types import SimpleNamespace
 
     from evr1.runner.train import Trainer
@@ -130,7 +131,10 @@ def test_a_step_drawing_only_records_skipped_earlier_trains_nothing_and_goes_on(
         sampler=SimpleNamespace(sample=lambda count: [0, 2]),
         train=SimpleNamespace(records=[SimpleNamespace(id=f"r{i}") for i in range(400)]),
         failures=failures,
+        pending=deque(),
+        synced=0,
     )
+    trainer.launch = lambda step: Trainer.launch(trainer, step)
     metrics = Trainer.step(trainer, 20)
     assert {k: metrics[k] for k in ("data/dropped_records", "data/failed_records", "data/empty_step")} == {
         "data/dropped_records": 2.0, "data/failed_records": 2.0, "data/empty_step": 1.0}

@@ -66,7 +66,7 @@ def test_truncate_jsonl_keeps_earlier_steps(tmp_path: Path) -> None:
     ],
 )
 def test_resume_discards_evaluations_of_steps_trained_again(tmp_path: Path, first_step: int, kept: list[str]) -> None:
-    from evr1.runner.train import discard_evaluations
+    from evr1.runner.resume import discard_evaluations
 
     for step in (1, 2, 3, 4):
         (tmp_path / "eval" / f"step_{step:06d}").mkdir(parents=True)

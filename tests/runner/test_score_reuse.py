@@ -10,14 +10,11 @@ from evr1.data.mixers import Trajectory
 from evr1.data.records import Record
 from evr1.rewards import RewardRouter
 from evr1.rewards.contract import Shown
-from evr1.runner.train import Trainer, reward_input
+from evr1.runner.scoring import Scorer, reward_input
 
 
-class CountingScorer:
-    """The trainer's scoring half, with the real router in-process instead of Ray reward workers."""
-
-    online_accuracy = Trainer.online_accuracy
-    score_groups = Trainer.score_groups
+class CountingScorer(Scorer):
+    """The trainer's scorer, with the real router in-process instead of Ray reward workers."""
 
     def __init__(self) -> None:
         self.router, self.scored = RewardRouter(), []

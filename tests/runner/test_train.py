@@ -117,6 +117,24 @@ def killed_after_first_checkpoint(target: Path, common: list[str]) -> None:
     assert not (target / "final_model").exists()
 
 
+def test_a_pipelined_run_resumed_after_kill_repeats_the_uninterrupted_run(tmp_path: Path, models: Path) -> None:
+    """One step off-policy, with ReMax's greedy responses: step 3's batch, generated with step 1's weights while
+    step 2 trained, is in flight at the checkpoint after step 2; the run is killed there and resumed."""
+    extra = {"trainer.steps": "5", "trainer.save_every": "2", "trainer.val_every": "3", "trainer.max_staleness": "1",
+             "algo.advantage": "'remax'"}
+    common = settings(tmp_path, models, **extra)
+    whole = run("quickstart", "--run-dir", str(tmp_path / "whole"), *common)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    rows = read_metrics(tmp_path / "whole")
+    assert [r["rollout/staleness"] for r in rows if "rollout/staleness" in r] == [0.0, 1.0, 1.0, 1.0, 1.0]
+    assert all("reward/greedy_baseline" in r for r in rows if r["step"] > 0)
+    killed_after_first_checkpoint(tmp_path / "killed", common)
+    assert (tmp_path / "killed" / "checkpoints" / "step_000002" / "in_flight.pt").is_file()
+    resumed = run("--resume", str(tmp_path / "killed"))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert stable(read_metrics(tmp_path / "killed")) == stable(rows)
+
+
 def test_a_batch_of_unloadable_media_stops_the_run_naming_the_failures(tmp_path: Path, models: Path) -> None:
     from evr1.runner.datasets import ensure_synthetic
     from evr1.specs import SynthSpec

@@ -12,7 +12,8 @@ import torch
 from evr1.data.records import Record, read_records
 from evr1.errors import Evr1Error
 from evr1.rewards import RewardRouter
-from evr1.runner.train import Trainer, reward_input
+from evr1.runner.scoring import Scorer, reward_input
+from evr1.runner.train import Trainer
 from evr1.specs import CodeSandboxSpec, RewardSpec
 
 
@@ -53,10 +54,8 @@ def test_every_bad_curated_response_stops_the_trainer_before_the_cache_is_built(
     assert not (tmp_path / "cache.lmdb").exists()  # stopped before the cache build (and before any worker)
 
 
-class Scorer:
-    """The trainer's scoring half, with the real router in-process instead of Ray reward workers."""
-
-    online_accuracy = Trainer.online_accuracy
+class LocalScorer(Scorer):
+    """The trainer's scorer, with the real router in-process instead of Ray reward workers."""
 
     def __init__(self, spec: RewardSpec) -> None:
         self.router = RewardRouter(spec)
@@ -75,7 +74,7 @@ def test_online_accuracy_is_none_where_the_reward_does_not_apply() -> None:
     """Python code is not applicable with execution off; a multiple-choice answer scores as usual."""
     code = Record(id="c", problem="Write f.", problem_type="code", answer={"language": "python", "tests": ["assert f(1) == 2"]})
     choice = Record(id="m", problem="Which?", problem_type="multiple_choice", answer="A", options=["A. x", "B. y"])
-    scorer = Scorer(RewardSpec(code=CodeSandboxSpec(execute=False)))
+    scorer = LocalScorer(RewardSpec(code=CodeSandboxSpec(execute=False)))
     online = [[response("<answer>def f(x): return x + 1</answer>")] * 2,
               [response("<answer>A</answer>"), response("<answer>B</answer>")]]
     scores, _, (inputs, outputs) = scorer.online_accuracy([code, choice], online, step=1)
@@ -86,7 +85,7 @@ def test_online_accuracy_is_none_where_the_reward_does_not_apply() -> None:
 def test_a_failed_reward_is_no_verdict_for_the_threshold_mixer() -> None:
     """A judge outage is not a wrong answer: its responses must not make every group 'low'."""
     judged = Record(id="j", problem="Describe it.", problem_type="open_ended", answer="a red ball")
-    scorer = Scorer(RewardSpec(routes={"open_ended": "open_ended_judge"},
+    scorer = LocalScorer(RewardSpec(routes={"open_ended": "open_ended_judge"},
                                judge={"base_url": "http://127.0.0.1:9/v1", "model": "judge", "retries": 0, "timeout_s": 2.0}))
     scores, _, (_, outputs) = scorer.online_accuracy([judged], [[response("<answer>a red ball</answer>")]], step=1)
     assert outputs[0].error is not None and outputs[0].applicable  # the router's failed output

@@ -23,6 +23,13 @@ def reward_input(record: Any, text: str, sample_id: str, shown: Mapping[str, Any
     return RewardInput.from_record(record, text, sample_id=sample_id, shown=(shown or {}).get(record.id))
 
 
+def sample_row(step: int, inp: Any, out: Any) -> dict[str, Any]:
+    """One `samples.jsonl` row: the response, its reference answer, its score, and the scorer's error or
+    note on it when there is one (why a code answer scored 0: a timeout, a limit)."""
+    row = {"step": step, "id": inp.sample_id, "response": inp.response, "answer": str(inp.answer), "score": out.score}
+    return row | {k: v for k in ("error", "note") if (v := getattr(out, k)) is not None}
+
+
 class Scorer:
     """Scores responses on `rewarders` (reward worker actors), shard k on worker k; `get` waits for Ray
     results, naming the step and the worker when one fails (`evr1.runner.workers.get`)."""

@@ -37,7 +37,7 @@ from evr1.runner.cluster import ray_session
 from evr1.runner.data_failures import FAILURES_FILE, DataFailures
 from evr1.runner.pipeline import Generation, load_in_flight, save_in_flight
 from evr1.runner.resume import discard_evaluations, load_checkpoint, save_checkpoint
-from evr1.runner.scoring import Scorer, greedy_baselines
+from evr1.runner.scoring import Scorer, greedy_baselines, sample_row
 from evr1.runner.workers import TrainingError, Workers, get, start_workers
 
 
@@ -266,8 +266,7 @@ class Trainer:
             return
         with (self.run_dir / SAMPLES_FILE).open("a") as f:
             for inp, out in list(zip(inputs, outputs))[:shown]:
-                row = {"step": step, "id": inp.sample_id, "response": inp.response, "answer": str(inp.answer), "score": out.score}
-                f.write(json.dumps(row) + "\n")
+                f.write(json.dumps(sample_row(step, inp, out)) + "\n")
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, step: int) -> dict[str, float]:

@@ -9,8 +9,8 @@ once per row. Two forward calls:
    keys and values (with grad when enabled) and the logits of each prompt's last position, which
    predict the first response token;
 2. every row's response tokens but its last, on its prompt's keys and values (gathered per row,
-   not recomputed), at positions continuing the prompt's (those `decode_positions` gives the rollout
-   engine, one per token).
+   or a view of them when the micro-batch has one prompt; never recomputed), at positions
+   continuing the prompt's (those `decode_positions` gives the rollout engine, one per token).
 
 The caches are passed with `use_cache=False`: the model uses a cache it is given either way and
 makes none of its own. HF's gradient checkpointing drops any cache a checkpointed layer is given in
@@ -58,6 +58,14 @@ class _Prefix(DynamicLayer):
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         return torch.cat([self.keys, key_states], dim=-2), torch.cat([self.values, value_states], dim=-2)
+
+
+def _per_row(states: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """`states[rows]`: a view when every row has the one prompt (the response pass's `cat` is then its
+    only copy), else gathered."""
+    if states.shape[0] == 1:
+        return states.expand(len(rows), *states.shape[1:])
+    return states.index_select(0, rows)
 
 
 @contextmanager
@@ -113,8 +121,7 @@ def shared_prefix_logits(
     with _cache_under_checkpointing(model):
         first = model(**batch.model_inputs(model.dtype), position_ids=positions, past_key_values=recorded,
                       use_cache=False, logits_to_keep=1).logits[:, -1]
-        prefix = Cache(layers=[_Prefix(r.keys.index_select(0, rows), r.values.index_select(0, rows))
-                               for r in recorded.layers])
+        prefix = Cache(layers=[_Prefix(_per_row(r.keys, rows), _per_row(r.values, rows)) for r in recorded.layers])
         steps = max(width - 1, 1)  # a one-token response still runs the second call, on a masked pad
         ids = targets[:, :steps] if width > 1 else torch.full((len(resp), 1), pad_id, device=device)
         step = torch.arange(steps, device=device)

@@ -6,10 +6,11 @@ prompt lengths counting the expanded media placeholders. Per-row (`micro_batches
 `evr1.models.grouped`): each distinct prompt once, padded to the longest, plus rows times the
 longest response. Micro-batches are packed greedily from the longest down so that similar lengths
 share a batch (little padding; for prompts also causal rather than masked attention where lengths
-are equal) and no batch exceeds the token budget; a sample longer than the budget gets a batch of
-its own, and a group whose prompt and responses exceed it is split by responses (its prompt
-computed again in each part), never truncated. Mini-batches (one optimizer step each) are chosen by `group_id`, so a global batch
-sharded over workers in any way splits into the same mini-batches on every worker.
+are equal) and no batch exceeds the token budget (shared-prefix batches also keep prompts of very
+different lengths apart); a sample longer than the budget gets a batch of its own, and a group
+whose prompt and responses exceed it is split by responses (its prompt computed again in each
+part), never truncated. Mini-batches (one optimizer step each) are chosen by `group_id`, so a
+global batch sharded over workers in any way splits into the same mini-batches on every worker.
 """
 
 from __future__ import annotations
@@ -154,12 +155,16 @@ def _chunks(samples: Sequence[Sample], rows: list[int], budget: int) -> list[lis
     return parts
 
 
-def prefix_micro_batches(samples: Sequence[Sample], budget: int) -> list[list[int]]:
+def prefix_micro_batches(samples: Sequence[Sample], budget: int, *, pad_slack: float = 0.25) -> list[list[int]]:
     """Indices of `samples` grouped into micro-batches whose `prefix_cost` stays within `budget`.
 
     Every index appears exactly once. Rows sharing a prompt (`share_prompts`) stay together unless
     they exceed the budget (then they are split by responses); longest prompts first, so prompts of
-    one length share a batch. A part over the budget on its own (one row) gets a batch alone.
+    one length share a batch. A prompt joins a batch only while the batch's prompts, left-padded to
+    the longest, stay within `1 + pad_slack` times their own tokens: the prompt pass computes the
+    padding, and attends with a mask instead of causally, so a 1,000-token video prompt is not padded
+    to a 4,000-token one (the attention over the padded prompts would cost far more than a pass of
+    its own). A part over the budget on its own (one row) gets a batch alone.
     """
     if budget <= 0:
         raise ValueError(f"micro-batch token budget must be positive, got {budget}")
@@ -169,16 +174,17 @@ def prefix_micro_batches(samples: Sequence[Sample], budget: int) -> list[list[in
         units.setdefault(o, []).append(i)
     ordered = sorted(units.values(), key=lambda rows: (-samples[rows[0]].prompt_tokens, rows[0]))
     batches: list[list[int]] = []
-    width_p = width_r = prompts = 0
+    width_p = width_r = prompts = own = 0
     for part in (p for rows in ordered for p in _chunks(samples, rows, budget)):
         p, r = samples[part[0]].prompt_tokens, samples[part[0]].response_tokens
         wp, wr = max(width_p, p), max(width_r, r)
-        if batches and (prompts + 1) * wp + (len(batches[-1]) + len(part)) * wr <= budget:
+        padded_ok = (prompts + 1) * wp <= (1 + pad_slack) * (own + p)
+        if batches and padded_ok and (prompts + 1) * wp + (len(batches[-1]) + len(part)) * wr <= budget:
             batches[-1] += part
-            prompts += 1
+            prompts, own = prompts + 1, own + p
         else:
             batches.append(list(part))
-            wp, wr, prompts = p, r, 1
+            wp, wr, prompts, own = p, r, 1, p
         width_p, width_r = wp, wr
     return batches
 

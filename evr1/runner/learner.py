@@ -29,8 +29,12 @@ gathers the parameters and each backward reduce-scatters the gradients of the pa
 reached, so every worker runs as many forward/backward passes as the busiest one (a worker with
 fewer joins with zero-weight passes on a blank one-token text sample), and when any worker's
 mini-batch has media, every media-less pass adds the zero-weight `vision_anchor` so that all
-reach the vision tower. Sharded learners forward per row (not grouped) for now. The metrics are
-those of the global batch, as one worker would log them (`learner_stats`).
+reach the vision tower. Sharded learners run the grouped forward too: its two forward calls per
+micro-batch (the prompts, then the responses on their cache) are two FSDP forwards on every
+worker, each gathering the layers' parameters (resharded after each, as FSDP2 does by default),
+and a layer's gradient is reduce-scattered once per call in the backward (the two parts sum in the
+sharded gradient). The metrics are those of the global batch, as one worker would log them
+(`learner_stats`).
 
 LoRA (`ModelSpec.lora`, replicated workers only): the frozen base stays in the spec's dtype and
 only the adapters (float32) are trained, all-reduced, clipped and stepped by AdamW. `weights()`
@@ -256,10 +260,6 @@ class Learner(LogprobModel):
         self.world_size = distributed.world_size()
         self.rank = torch.distributed.get_rank() if self.world_size > 1 else 0
         self.sharded = self.distributed_passes = sharded
-        # FSDP2 learners forward per row for now: sharded, the grouped forward (two forward calls per
-        # micro-batch, the prompt's layers reached again through its cache in the backward) matched one
-        # learner's loss and gradient norm but not its Qwen3-VL weights to within float noise.
-        self.grouped = self.grouped and not sharded
         self.loss_fn = POLICY_LOSSES.get(algo.policy_loss)
         self.kl_in_loss = algo.kl.enabled and not algo.kl.as_reward_penalty
         self.kl = KLController(algo.kl) if self.kl_in_loss else None

@@ -14,6 +14,8 @@ from evr1.models import build_prompt, load_model
 from evr1.models.forward import response_logits, response_logprobs
 from evr1.models.testing import process_image, random_frames, video_prompts
 from evr1.registry import ENGINES
+from evr1.runner.batching import Sample
+from evr1.runner.learner import LogprobModel
 from evr1.specs import RolloutSpec
 
 QUESTIONS = ["What colour is the square?", "Which way does it move?", "How many dots?"]
@@ -25,9 +27,11 @@ def prompts(processor, fam):
 
 
 def _teacher_forced(engine: HFEngine, prompts, results, temperature: float = 1.0) -> list[torch.Tensor]:
-    logprobs, _ = response_logprobs(engine.model, [prompts[r.prompt_index] for r in results],
-                                    [r.token_ids for r in results], engine.pad_id, temperature=temperature)
-    return [logprobs[i, : len(r)] for i, r in enumerate(results)]
+    """The learner's log-probs of the rollouts: its grouped pass (each prompt once, its responses on its cache)."""
+    scorer = LogprobModel(engine.model, micro_batch_tokens=16_384, temperature=temperature, pad_id=engine.pad_id)
+    return scorer.compute_logprobs(
+        [Sample(prompts[r.prompt_index], r.token_ids, torch.zeros(len(r)), group_id=r.prompt_index) for r in results]
+    )
 
 
 def test_registered_as_hf_and_built_from_specs(spec) -> None:

@@ -76,7 +76,10 @@ def group(prompt: int, responses: Sequence[int], group_id: int, fill: int = 0) -
         ([(100, (3, 9, 5, 7))], 118, [[1, 3], [2, 0]]),  # longest responses first: 100 + 2 x 9, 100 + 2 x 5
         ([(100, (50,)), (100, (1,))], 10, [[0], [1]]),  # over the budget: alone, never truncated
         ([(10, (2, 2)), (40, (4,)), (10, (3,))], 70, [[2], [0, 1, 3]]),  # longest prompt first; 2 x 10 + 3 x 3
-        ([(10, (2, 2)), (40, (4,)), (10, (3,))], 120, [[2, 0, 1], [3]]),  # 2 x 40 + 3 x 4; a third: 136
+        # a 10-token prompt is not padded to 40 (2 x 40 > 1.25 x 50), however large the budget
+        ([(10, (2, 2)), (40, (4,)), (10, (3,))], 1000, [[2], [0, 1, 3]]),
+        ([(40, (4,)), (36, (2, 2)), (30, (3,))], 1000, [[0, 1, 2], [3]]),  # 2 x 40 <= 1.25 x 76; 3 x 40 > 1.25 x 106
+        ([(40, (4,)), (36, (2, 2))], 87, [[0], [1, 2]]),  # merged, 2 x 40 + 3 x 4 = 92 would exceed the budget
     ],
 )
 def test_prefix_micro_batch_table(groups, budget, expected) -> None:

@@ -17,6 +17,7 @@ import torch
 from evr1.models import load_model, load_processor
 from evr1.models.testing import tiny_spec
 from evr1.runner import distributed
+from evr1.runner.batching import share_prompts
 from evr1.runner.distributed import free_port
 from evr1.runner.learner import Learner
 from evr1.specs import AlgoSpec, OptimSpec, TrainerSpec
@@ -74,11 +75,16 @@ def two_sharded_workers(lspec, tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_sharded_workers_log_the_single_worker_metrics(scenario, two_sharded_workers, lspec, lprocessor) -> None:
-    # sharded learners forward per row (see Learner); the grouped forward's metrics are pinned in test_learner_grouped
+    # the sharded learners run the grouped forward (the default); the single learner forwards every row whole
     expected = learner_for(lspec, lr=LR, grouped_forward=False, **TRAINER).update(_samples(lprocessor, scenario))
     assert {"loss", "pg_loss", "entropy", "clip_frac_high", "ratio_mean", "approx_kl"} <= expected.keys()
+    samples, first = _samples(lprocessor, scenario), SCENARIOS[scenario][1]
+    shards = [[s for i, s in enumerate(samples) if (i in first) == (rank == 0)] for rank in (0, 1)]
+    fallbacks = sum(share_prompts([s.prompt for s in shard], [s.group_id for s in shard])[2] for shard in shards)
     for rank in (0, 1):
         metrics = torch.load(two_sharded_workers / f"{scenario}-{rank}.pt", weights_only=True)["metrics"]
+        # the fixtures give every row a prompt of its own: per worker, all but a group's first row fall back
+        assert metrics.pop("prompt_fallback_rows") == fallbacks
         assert metrics.keys() == expected.keys()
         for key in expected.keys() - TIMING:
             assert metrics[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-6), key

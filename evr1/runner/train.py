@@ -339,6 +339,8 @@ class Trainer:
         try:
             for step in bar:
                 self.current_step = step
+                if step > start + 1:  # the steps ahead, launched as part of this one (an interrupt names it)
+                    self.fill_pipeline(step - 1)
                 metrics = self.step(step)
                 if t.val_every and (step % t.val_every == 0 or step == t.steps):
                     metrics.update(self.validate(step))
@@ -354,7 +356,6 @@ class Trainer:
                 if t.save_every and step % t.save_every == 0:
                     self.save(step)
                     prune_checkpoints(self.run_dir, t, read_metrics(self.run_dir))
-                self.fill_pipeline(step)
         except TrainingError as exc:  # e.g. too many unreadable media: report what was logged, then fail
             if getattr(exc, "metrics", None):
                 logger.log(self.current_step, exc.metrics)

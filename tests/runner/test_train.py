@@ -135,6 +135,31 @@ def test_a_pipelined_run_resumed_after_kill_repeats_the_uninterrupted_run(tmp_pa
     assert stable(read_metrics(tmp_path / "killed")) == stable(rows)
 
 
+def test_a_pipelined_run_trains_with_a_kl_reference_dynamic_sampling_and_the_modality_sampler(
+    tmp_path: Path, models: Path
+) -> None:
+    """The loop's other features one step off-policy: a KL loss term against a reference worker, DAPO dynamic
+    sampling and the 1:1 modality sampler (the mixer, ReMax and validation: the kill-resume test above)."""
+    extra = {"trainer.steps": "3", "trainer.max_staleness": "1", "trainer.val_every": "0", "algo.kl.enabled": "True",
+             "algo.kl.coef": "0.1", "algo.dynamic_sampling": "{'low': -1.0, 'high': 2.0}", "data.sampler": "'modality'",
+             "data.modality_ratio": "{'video': 1.0, 'image': 1.0}", "trainer.log_samples": "8"}
+    out = run("quickstart", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models, **extra))
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = read_metrics(tmp_path / "run")
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert [r["rollout/staleness"] for r in rows] == [0.0, 1.0, 1.0]
+    assert all(r["timing/reference"] > 0 for r in rows)
+    assert rows[0]["learner/kl"] == pytest.approx(0.0, abs=1e-6) and all(r["learner/kl"] > 1e-6 for r in rows[1:])
+    assert all(r["filter/kept_frac"] == 1.0 and r["learner/optimizer_steps"] == 1.0 for r in rows)  # range (-1, 2)
+    for r in rows[1:]:  # the online rows (3 of each group of 4; the mixer adds a curated one) are one update stale
+        assert r["learner/stale/rows"] == 6.0 and r["learner/stale/staleness_max"] == 1.0
+        assert 0.0 < r["learner/stale/weight_mean"] <= r["learner/stale/weight_max"] <= 2.0  # the default cap
+    samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    for step in (1, 2, 3):  # one video and one image prompt per step
+        ids = {s["id"].split("#")[0] for s in samples if s["step"] == step}
+        assert sorted(i.rsplit("-", 1)[1] for i in ids) == ["color", "color_image"]
+
+
 def test_a_batch_of_unloadable_media_stops_the_run_naming_the_failures(tmp_path: Path, models: Path) -> None:
     from evr1.runner.datasets import ensure_synthetic
     from evr1.specs import SynthSpec

@@ -161,6 +161,23 @@ def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str,
     return {key: row for key in (bench.name, *named_metrics(bench, row))}
 
 
+def item_row(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
+    """The scored item of a stock-based task, as evr1's evaluator writes it (`score`, `meta`, `components`, ...)."""
+    return process_results(doc, [response_of(results)])[doc["evr1_benchmark"]]
+
+
+def official_results(*metrics: str) -> Callable[[Mapping[str, Any], Sequence[Any]], dict[str, dict[str, Any]]]:
+    """A `process_results` for a stock-based task: evr1's sample row (`item_row`) under each of `metrics`, for the
+    aggregations by the official protocol (`aggregate`, `official_fraction`, `named_metric`)."""
+
+    def process(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, dict[str, Any]]:
+        item = item_row(doc, results)
+        return {metric: item for metric in metrics}
+
+    process.__name__ = process.__qualname__ = f"official_{metrics[0]}"
+    return process
+
+
 # -- aggregation ----------------------------------------------------------------------------------
 
 
@@ -200,13 +217,18 @@ def official_fraction(rows: Sequence[Mapping[str, Any]]) -> float:
     return aggregate(rows) / 100.0
 
 
-def named_metric(name: str) -> Callable[[Sequence[Mapping[str, Any]]], float]:
-    """An aggregation giving the benchmark's official metric `name` (percent)."""
+def named_metric(name: str, table: str | None = None, scale: float = 1.0) -> Callable[[Sequence[Mapping[str, Any]]], float]:
+    """An aggregation giving the benchmark's official metric `name` (percent), or with `table` the score of label
+    `name` in that official breakdown (Video-MME-v2's `level` "2"); times `scale` (0.01: a stock fraction scale).
+    A breakdown label the rows lack is NaN (no metric), as an official metric for a kind the rows lack (Video-MME-v2's
+    `logic_score` without logic groups)."""
 
     def metric(rows: Sequence[Mapping[str, Any]]) -> float:
-        return official(benchmark_of(rows[0]["benchmark"]), rows)["metrics"][name]
+        block = official(benchmark_of(rows[0]["benchmark"]), rows)
+        value = block["metrics"].get(name) if table is None else block["breakdowns"].get(table, {}).get(name, {}).get("score")
+        return float("nan") if value is None else value * scale
 
-    metric.__name__ = metric.__qualname__ = f"aggregate_{name}"
+    metric.__name__ = metric.__qualname__ = f"aggregate_{name}" if table is None else f"aggregate_{table}_{name}"
     return metric
 
 

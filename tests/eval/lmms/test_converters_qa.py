@@ -35,6 +35,7 @@ from evr1.eval.lmms.scoring import fraction, percent, response_of
 from evr1.eval.lmms.tasks import bind
 
 NONE = "???"  # no option letter in any extractor: unparseable
+NAN = float("nan")  # a sub-score the items lack (no metric)
 
 
 @dataclass(frozen=True)
@@ -57,20 +58,30 @@ CASES = [
     Case("videomme", ("How many squares?", "A. 1\nB. 2\nC. 3\nD. 4"), "videomme/data/v1.mp4",
          (("A", "The answer is B.", NONE), ("(A)", "C. blue", "")),
          ({"videomme_perception_score": 50.0}, {"videomme_perception_score": 100.0})),
-    # relevance group g1 (A B C D), logic group g2 [1, [2, 3], 4] (E F G H).
-    # Run 1: g1 2 of 4 right -> 4/16; g2 right = [T, F, T, unparseable] -> chain of 2 (3 stands in for 2) -> 4/12.
-    # Run 2: g1 all right -> 1; g2 first wrong -> chain 0 -> 0. Accuracy 4/8 and 7/8.
+    # relevance group g1 (A B C D, level 1), logic group g2 [1, [2, 3], 4] (E F G H, level 2); official: the first
+    # capital A-H after the prefixes ("Because B" reads B, "Clearly, D" reads C), an unread answer marked -1.
+    # Run 1: g1 marks [1, 1, 0, -1] -> count 1 -> 1/16 (linear 1/4); g2 [1, 0, 1, -1] -> chain 1, 3 stands in for
+    # 2 -> 2 -> 4/12. Accuracy over the 6 read: 4/6. Run 2: g1 all right -> 1; g2 first wrong -> chain 0 -> 0;
+    # accuracy 7/8. No level-3 group: NaN.
     Case("videomme_v2", ("Relevance question 1?", "\n".join(f"{c}. option {c}" for c in "ABCDEFGH")),
          "videomme_v2/videos/g1.mp4",
-         (("A", "B", "A", NONE, "E", "A", "G", NONE), ("A", "B", "C", "D", "A", "F", "G", "H")),
-         ({"videomme_v2_overall_score": 100 * (4 / 16 + 4 / 12) / 2, "videomme_v2_relevance_score": 25.0,
-           "videomme_v2_logic_score": 100 * 4 / 12, "videomme_v2_overall_acc": 50.0},
+         (("A", "B", "A", NONE, "E", "A", "G", NONE), ("A", "Because B", "Clearly, D", "D", "A", "F", "G", "H")),
+         ({"videomme_v2_overall_score": 100 * (1 / 16 + 4 / 12) / 2, "videomme_v2_relevance_score": 100 / 16,
+           "videomme_v2_logic_score": 100 * 4 / 12, "videomme_v2_relevance_linear_score": 25.0,
+           "videomme_v2_overall_acc": 100 * 4 / 6, "videomme_v2_level_1_score": 100 / 16,
+           "videomme_v2_level_2_score": 100 * 4 / 12, "videomme_v2_level_3_score": NAN},
           {"videomme_v2_overall_score": 50.0, "videomme_v2_relevance_score": 100.0, "videomme_v2_logic_score": 0.0,
-           "videomme_v2_overall_acc": 87.5})),
-    # answers C (3 options), A (options inside the question). Fractions.
+           "videomme_v2_relevance_linear_score": 100.0, "videomme_v2_overall_acc": 87.5,
+           "videomme_v2_level_1_score": 100.0, "videomme_v2_level_2_score": 0.0, "videomme_v2_level_3_score": NAN}),
+         unparseable=50.0),  # all -1: relevance count -4 -> 0; a logic chain of four -1 -> 1
+    # answers C (3 options), A (options inside the question); official: the first character of the first word, after
+    # "(" and before ")" ("The answer is C" reads T). Fractions; failed generations read "" here: answered_acc = acc.
     Case("motionbench", ("What motion?", "A. wave\nB. jump\nC. spin"), "motionbench/videos/m1.mp4",
-         (("C", NONE), ("B", "(A) left")),
-         ({"motionbench_acc": 0.5, "motionbench_answered_rate": 0.5}, {"motionbench_acc": 0.5, "motionbench_answered_rate": 1.0})),
+         (("C", NONE), ("The answer is C", "(A) left")),
+         ({"motionbench_acc": 0.5, "motionbench_answered_acc": 0.5, "motionbench_motion_recognition": 1.0,
+           "motionbench_location_related_motion": 0.0, "motionbench_camera_motion": NAN},
+          {"motionbench_acc": 0.5, "motionbench_answered_acc": 0.5, "motionbench_motion_recognition": 0.0,
+           "motionbench_location_related_motion": 1.0, "motionbench_action_order": NAN})),
     # answers D, B, A; official: the first character of the first word ("The answer is A" reads T). Fractions.
     Case("lvbench", ("What happens first?", "(A) a\n(B) b\n(C) c\n(D) d"), "lvbench/videos/lv1.mp4",
          (("D", "C", NONE), ("(D)", "B", "The answer is A")),
@@ -146,7 +157,7 @@ def test_prompt_shows_question_options_and_our_video(bound: Bound, case: Case) -
 def test_scripted_run_gives_hand_computed_metrics(bound: Bound, case: Case, run: int) -> None:
     results = bound.results[run][case.task]
     for metric, value in case.expected[run].items():
-        assert results[f"{metric},none"] == pytest.approx(value), f"{case.task} run {run}: {metric}"
+        assert results[f"{metric},none"] == pytest.approx(value, nan_ok=True), f"{case.task} run {run}: {metric}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=NAMES)

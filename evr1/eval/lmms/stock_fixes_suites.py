@@ -16,23 +16,17 @@ from typing import Any, Self
 
 from evr1.errors import ConfigError, Evr1Error
 from evr1.eval.lmms import scoring
-from evr1.eval.lmms.scoring import named_metric, percent, response_of
+from evr1.eval.lmms.scoring import item_row, named_metric, official_results, percent, response_of
 
 Doc = Mapping[str, Any]
 Row = dict[str, Any]
 Aggregation = Callable[[Sequence[Row]], float]
 
 
-def row(doc: Doc, results: Sequence[Any]) -> Row:
-    """The scored item as evr1's evaluator writes it (`score`, `meta`, `components`, `error`, ...)."""
-    return scoring.process_results(doc, [response_of(results)])[doc["evr1_benchmark"]]
-
-
 # -- MVBench: divide by every item, not the answered ones ----------------------------------------
 
 
-def mvbench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
-    return {"mvbench_accuracy": row(doc, results)}
+mvbench_process_results = official_results("mvbench_accuracy")
 
 
 # -- TempCompass: rule-matched or unmatched, never a silent remote call --------------------------
@@ -50,7 +44,7 @@ def tempcompass_metrics(item: Row) -> dict[str, Row]:
 def tempcompass_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
     """multi-choice, yes_no, caption_matching: the official item score (the matching rules, then the fallback judge
     when one is set: `evr1.eval.official_formats`); the stock aggregation reads `rating`."""
-    item = scoring.official_row(row(doc, results))
+    item = scoring.official_row(item_row(doc, results))
     item["rating"] = int(item["score"] >= 1.0)
     return tempcompass_metrics(item)
 
@@ -123,22 +117,19 @@ def mmvu_doc_to_text(doc: Doc, lmms_eval_specific_kwargs: Mapping[str, Any] | No
     return stock.mmvu_doc_to_text(doc, lmms_eval_specific_kwargs)
 
 
-def mmvu_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
-    return {"accuracy": row(doc, results)}
+mmvu_process_results = official_results("accuracy")
 
 
 # -- Video-MMMU: no id parsing, empty answers stay in the denominator ----------------------------
 
 
-def video_mmmu_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
-    return {"mmmu_acc": row(doc, results)}
+video_mmmu_process_results = official_results("mmmu_acc")
 
 
 # -- VideoMathQA ----------------------------------------------------------------------------------
 
 
-def videomathqa_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
-    return {"videomathqa_perception_score": row(doc, results)}
+videomathqa_process_results = official_results("videomathqa_perception_score")
 
 
 # The official block's MBin (a question right only when all its binary pairs are) and MCQ accuracy.
@@ -151,7 +142,7 @@ videomathqa_mcq = named_metric("MCQ")
 
 def vsibench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
     """The item under the overall metric and its task's (`meta.task`: object_rel_direction for all three levels)."""
-    item = row(doc, results)
+    item = item_row(doc, results)
     kind = "mra" if item["problem_type"] == "regression" else "accuracy"
     return {"vsibench_overall": item, f"{item['meta']['task']}_{kind}": item}
 
@@ -159,9 +150,8 @@ def vsibench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]
 # -- Charades-STA: one IoU per item (no de-duplication by caption), mIoU and R@IoU -----------------
 
 
-def charades_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
-    item = row(doc, results)
-    return {name: item for name in ("charades_sta_IOU@3", "charades_sta_IOU@5", "charades_sta_IOU@7", "charades_sta_mIOU")}
+charades_process_results = official_results("charades_sta_IOU@3", "charades_sta_IOU@5", "charades_sta_IOU@7",
+                                            "charades_sta_mIOU")
 
 
 # The benchmark's official rule (`agg.grounding()`); module attributes, as the template names them.
@@ -174,8 +164,7 @@ charades_r07 = named_metric("R@0.7")
 # -- OVO-Bench: one request per probe, macro over tasks, no files written ------------------------
 
 
-def ovobench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]:
-    return {"ovobench_score": row(doc, results)}
+ovobench_process_results = official_results("ovobench_score")
 
 
 class TaskMean(float):

@@ -92,9 +92,19 @@ def _found(pattern: str, question: str, what: str) -> re.Match[str]:
     return found
 
 
-def _size(pattern: str, question: str) -> tuple[int, int]:
-    found = _found(pattern, question, "board size")
-    return int(found.group(1)), int(found.group(2))
+def _target_cells(question: str, size: str, listing: str, what: str) -> tuple[Board, list[str]]:
+    """An all-0 board of the size `size` finds ("... (rows)x(cols) ..."), and the cells `listing` finds (", "-separated):
+    the start of every `extract_tgt_board_*`."""
+    found = _found(size, question, "board size")
+    rows, cols = int(found.group(1)), int(found.group(2))
+    return [[0] * cols for _ in range(rows)], _found(listing, question, what).group(1).split(", ")
+
+
+def _labelled(cell: str) -> tuple[str, str, str]:
+    """A cell "(a,1): value" as its row letter, column digit and value."""
+    coord, value = cell.split(": ")
+    letter, digit = coord.strip("()").split(",")
+    return letter, digit, value
 
 
 def _literal(reply: str) -> Any:
@@ -118,13 +128,11 @@ def _moves(reply: str) -> list[str] | None:
 
 def hrd_target(question: str) -> Board:
     """`extract_tgt_board_hrd`: row letter "a" is the bottom row (index rows-1), column digits count from 1."""
-    rows, cols = _size(r"on a (\d+)x(\d+) board", question)
-    text = _found(r"the desired number arrangement:\s*`([^`]+)`", question, "target arrangement").group(1)
-    board = [[0] * cols for _ in range(rows)]
-    for cell in text.split(", "):
-        coord, number = cell.split(": ")
-        letter, digit = coord.strip("()").split(",")
-        board[rows - 1 - _LETTERS[letter]][_DIGITS_1[digit]] = int(number)
+    board, cells = _target_cells(question, r"on a (\d+)x(\d+) board", r"the desired number arrangement:\s*`([^`]+)`",
+                                 "target arrangement")
+    for cell in cells:
+        letter, digit, number = _labelled(cell)
+        board[len(board) - 1 - _LETTERS[letter]][_DIGITS_1[digit]] = int(number)
     return board
 
 
@@ -150,12 +158,10 @@ def hrd_play(board: Board, moves: Sequence[str]) -> Board:
 
 def grid_target(question: str) -> Board:
     """`extract_tgt_board_grid`: "(a,0): black" is row a (index 0), column 0; black 1, anything else 0."""
-    rows, cols = _size(r"presents a (\d+)x(\d+) grid", question)
-    text = _found(r"the desired arrangement of black and white pieces:\s*`([^`]+)`", question, "target").group(1)
-    board = [[0] * cols for _ in range(rows)]
-    for cell in text.split(", "):
-        coord, color = cell.split(": ")
-        letter, digit = coord.strip("()").split(",")
+    board, cells = _target_cells(question, r"presents a (\d+)x(\d+) grid",
+                                 r"the desired arrangement of black and white pieces:\s*`([^`]+)`", "target")
+    for cell in cells:
+        letter, digit, color = _labelled(cell)
         board[_LETTERS[letter]][_DIGITS_0[digit]] = int(color == "black")
     return board
 
@@ -184,10 +190,9 @@ def grid_play(board: Board, coord: Sequence[int], moves: Sequence[str]) -> Board
 
 def cup_target(question: str) -> Board:
     """`extract_tgt_board_cup`: the listed cells ("b1": row b, column 1, from 1) hold a coin (1), the others 0."""
-    rows, cols = _size(r"puzzle on a (\d+)x(\d+) board", question)
-    text = _found(r"achieve the desired distribution of coins:\s*`([^`]+)`", question, "target coins").group(1)
-    board = [[0] * cols for _ in range(rows)]
-    for cell in text.split(", "):
+    board, cells = _target_cells(question, r"puzzle on a (\d+)x(\d+) board",
+                                 r"achieve the desired distribution of coins:\s*`([^`]+)`", "target coins")
+    for cell in cells:
         board[_LETTERS[cell[0]]][_DIGITS_1[cell[1]]] = 1
     return board
 

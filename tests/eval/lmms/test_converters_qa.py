@@ -233,3 +233,38 @@ def test_response_of_lmms_results(results: list, text: str) -> None:
 def test_mean_of_score_in_percent_and_fraction(scores: list[float], pct: float, frac: float) -> None:
     rows = [{"score": s} for s in scores]
     assert (percent(rows), fraction(rows)) == (pct, frac)
+
+
+# Where each lmms-eval metric of the two grouped/tabled tasks sits in `evr1 eval run`'s official block:
+# (table or None, metric name or breakdown label, scale).
+OFFICIAL_PLACES = {
+    "videomme_v2": {"videomme_v2_overall_score": (None, "group_score", 1.0),
+                    "videomme_v2_relevance_score": (None, "relevance_score", 1.0),
+                    "videomme_v2_logic_score": (None, "logic_score", 1.0),
+                    "videomme_v2_relevance_linear_score": (None, "relevance_linear_score", 1.0),
+                    "videomme_v2_overall_acc": (None, "accuracy", 1.0),
+                    "videomme_v2_level_1_score": ("level", "1", 1.0), "videomme_v2_level_2_score": ("level", "2", 1.0)},
+    "motionbench": {"motionbench_acc": (None, "acc", 0.01), "motionbench_answered_acc": (None, "answered_acc", 0.01),
+                    "motionbench_motion_recognition": ("category", "Motion Recognition", 0.01),
+                    "motionbench_location_related_motion": ("category", "Location-related Motion", 0.01)},
+}
+
+
+@pytest.mark.parametrize("run", [0, 1])
+def test_grouped_and_tabled_metrics_equal_evr1_official_block(bound: Bound, run: int, tmp_path: Path) -> None:
+    """Video-MME-v2 and MotionBench through lmms-eval: each metric equals its place in `evr1 eval run`'s official block
+    on the same responses (headline, sub-scores and breakdown entries)."""
+    from evr1.eval.api import evaluate
+    from evr1.eval.responders import ScriptedResponder
+    from evr1.specs import EvalSpec
+
+    cases = {c.benchmark: c for c in CASES if c.benchmark in OFFICIAL_PLACES}
+    table = {i: text for c in cases.values() for i, text in zip(bound.ids[c.task], c.runs[run], strict=True)}
+    ours = evaluate(EvalSpec(), ScriptedResponder(table), tmp_path / "evr1", benchmarks=list(cases),
+                    data_root=bound.root)["benchmarks"]
+    for name, places in OFFICIAL_PLACES.items():
+        block = ours[name]["protocols"]["official"]
+        for metric, (where, key, scale) in places.items():
+            value = block["metrics"][key] if where is None else block["breakdowns"][where][key]["score"]
+            got = bound.results[run][f"evr1_{name}"][f"{metric},none"]
+            assert got == pytest.approx(value * scale, abs=1e-12), f"{name} run {run}: {metric}"

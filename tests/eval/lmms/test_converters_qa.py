@@ -3,7 +3,8 @@
 Their fixtures (official annotation formats, generated videos) are bound to `evals/` once per
 module; each benchmark's documents must load, its first prompt show the question and the lettered
 options with our absolute video path, and two scripted runs (right / wrong / unparseable answers,
-responses in record order) must give the hand-computed numbers on the stock metric scales.
+responses in record order) must give the hand-computed numbers on the stock metric scales; Video-MME-v2's and
+MotionBench's metrics (sub-scores and breakdown entries) must also equal `evr1 eval run`'s official block.
 The document-field helpers (`doc_fields`) and the shared result helpers (`scoring.response_of`,
 `percent`, `fraction`) are checked on their own.
 """

@@ -294,9 +294,11 @@ def _without_choices(question: str, options: Sequence[str]) -> str:
 
 def vcrbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     """A VCR-Bench row: `multiple-choice` flag, `choices` {"A".."D"} (empty strings when open-ended), `answer`
-    a letter or free text, `dimension`, `duration`; the MC question text repeats the choices (kept as released in
-    meta `released_question`, for the official judge prompts)."""
-    media, meta = [video(ctx, row["video_path"])], {"category": row.get("dimension"), "duration": row.get("duration")}
+    a letter or free text, `dimension`, `duration`, `reasoning` (the annotated steps, kept as released for the official
+    CoT score); the MC question text repeats the choices (kept as released in meta `released_question`, for the
+    official judge prompts)."""
+    media = [video(ctx, row["video_path"])]
+    meta = {"category": row.get("dimension"), "duration": row.get("duration"), "reasoning": row.get("reasoning")}
     if row["multiple-choice"]:
         choices = row["choices"]
         options = [str(choices[k]).strip() for k in sorted(choices) if str(choices[k]).strip()]

@@ -303,15 +303,16 @@ def _without_choices(question: str, options: Sequence[str]) -> str:
 def vcrbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     """A VCR-Bench row: `multiple-choice` flag, `choices` {"A".."D"} (empty strings when open-ended), `answer`
     a letter or free text, `dimension`, `duration`, `reasoning` (the annotated steps, kept as released for the official
-    CoT score); the MC question text repeats the choices (kept as released in meta `released_question`, for the
-    official judge prompts)."""
+    CoT score); the question is kept as released in meta `released_question`, for the official judge prompts (the MC
+    question text repeats the choices)."""
     media = [video(ctx, row["video_path"])]
-    meta = {"category": row.get("dimension"), "duration": row.get("duration"), "reasoning": row.get("reasoning")}
+    meta = {"category": row.get("dimension"), "duration": row.get("duration"), "reasoning": row.get("reasoning"),
+            "released_question": str(row["question"])}
     if row["multiple-choice"]:
         choices = row["choices"]
         options = [str(choices[k]).strip() for k in sorted(choices) if str(choices[k]).strip()]
         return [mc(row["id"], _without_choices(str(row["question"]), options), options, row["answer"], media,
-                   question_kind="multiple-choice", released_question=str(row["question"]), **meta)]
+                   question_kind="multiple-choice", **meta)]
     return [plain(row["id"], row["question"], "open_ended", row["answer"], media, question_kind="open-ended", **meta)]
 
 

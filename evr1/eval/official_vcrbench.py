@@ -63,7 +63,8 @@ _JSON_BLOCK = re.compile(r"```json\n(.*?)```", re.DOTALL)
 
 def official_question(record: Record) -> str:
     """The question as released (a multiple-choice one repeats its choices after the stem, "...?A. x\\nB. y\\n"):
-    the importer's `released_question` meta, else the choices appended in that form."""
+    the importer's `released_question` meta, else the question (a multiple-choice one with its choices appended in
+    that form)."""
     if "released_question" in record.meta:
         return str(record.meta["released_question"])
     if not record.options:

@@ -15,6 +15,7 @@ from judge_server import Judge
 from evr1.data.records import Record, RecordError
 from evr1.eval import official_formats as formats
 from evr1.eval.api import evaluate
+from evr1.eval.official_judge import official_judged
 from evr1.eval.official_prompts import TEMPCOMPASS_CAPTIONING
 from evr1.eval.protocols import block
 from evr1.eval.responders import ScriptedResponder
@@ -61,6 +62,14 @@ def test_the_official_prompt_and_request(judge: Judge) -> None:
     unlinked = RECORD.model_copy(update={"meta": {"format": "captioning"}})  # no multi-choice question: not asked
     assert formats.tempcompass_judge(unlinked, "A man runs.", JudgeSpec(base_url=judge.url, model="j")) == {}
     assert len(judge.requests) == 1
+
+
+def test_an_unreachable_judge_is_a_failed_request(judge: Judge) -> None:
+    judge.fail_first = 1
+    [got] = official_judged(BENCHMARKS.get("tempcompass"), [RECORD], ["A man runs."],
+                            JudgeSpec(base_url=judge.url, model="j", retries=0))
+    assert set(got) == {"error"}  # rated -1 by the item rule, asked again on a resume
+    assert formats.tempcompass_item(_row("captioning", got))["score"] == -1.0
 
 
 def _row(fmt: str, official: dict | None, response: str | None = "x", score: float = 0.5, **meta: Any) -> dict:

@@ -224,6 +224,20 @@ def test_an_unfinished_step_drops_the_item(script: list[str]) -> None:
     assert vcr.vcrbench_item({**_row(None), "official": got}) is None
 
 
+def test_an_empty_answer_is_judged_like_any_other() -> None:
+    """The runner sends "" (only a failed generation is not judged): extraction "Z", scored "0"; every reference step
+    unmatched; the one solution step redundant: recall 0, no precision value, the item kept."""
+    script = ["Z", "0", steps((V, "Unmatched"), (L, "Unmatched")), steps((B, "Redundant"))]
+    with scripted_judge(script) as judge:
+        got = vcr.vcrbench_judge(RECORD, "", JudgeSpec(base_url=judge.url, **SPEC))
+        extraction = judge.requests[0]["messages"][0]["content"]
+    assert extraction.endswith("\nAnswer: \nYour output:\n")
+    item = vcr.vcrbench_item({**_row(None, response=""), "official": got})
+    assert item is not None and item["score"] == 0.0
+    assert item["cot"] == {"Video_recall": 0.0, "logic_recall": 0.0, "overall_recall": 0.0, "Video_precision": None,
+                           "logic_precision": None, "overall_precision": None}
+
+
 def test_a_record_without_reasoning_is_not_asked_the_steps() -> None:
     with scripted_judge(["[12, 20]"]) as judge:
         record = Record(id="t", problem="When?", problem_type="open_ended", answer="[10, 20]")

@@ -18,6 +18,7 @@ from typing import Any
 
 from evr1.data.importers import strip_option_letters
 from evr1.eval.benchmark import RowContext
+from evr1.eval.official_formats import captioning_question, fine_aspect
 from evr1.eval.official_videoreason import operation_start
 
 logger = logging.getLogger("evr1.eval")
@@ -178,19 +179,26 @@ def tempcompass(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     if "video_id" not in row and row and all(isinstance(v, Mapping) for v in row.values()):
         return [record for vid, dims in row.items() for dim, items in dims.items()
                 for i, item in enumerate(items if isinstance(items, list) else [items])
-                for record in _tempcompass_row({**item, "video_id": vid, "dim": dim, "id": f"{dim}_{i}"}, ctx)]
+                for record in _tempcompass_row({**item, "video_id": vid, "dim": dim, "id": f"{dim}_{i}"}, ctx, True)]
     return _tempcompass_row(row, ctx)
 
 
-def _tempcompass_row(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
-    fmt, media = ctx.stem, [video(ctx, _mp4(row["video_id"]))]
+def _tempcompass_row(row: Row, ctx: RowContext, released: bool = False) -> list[dict[str, Any]]:
+    """One question; `released`: from the authors' nested file, whose captioning question takes its multi-choice
+    question from `multi-choice.json` beside it (lmms-eval's rows carry `mc_question` / `mc_answer`). The fine-grained
+    aspect comes from the benchmark folder's `meta_info.json`, where there is one."""
+    fmt, media, dim = ctx.stem, [video(ctx, _mp4(row["video_id"]))], row.get("dim")
     rid = f"{fmt}/{row['video_id']}/{row.get('id', ctx.item)}"
-    meta = {"format": fmt, "dimension": row.get("dim")}
+    meta = {"format": fmt, "dimension": dim, "fine_aspect": fine_aspect(ctx.file, str(row["video_id"]), str(dim))}
     if fmt != "captioning":  # the official matching rules and judge prompt read them as released
         meta |= {"released_question": str(row["question"]), "released_answer": str(row["answer"])}
     if fmt == "yes_no":
         return [plain(rid, row["question"], "boolean", str(row["answer"]).strip().lower().rstrip("."), media, **meta)]
-    if fmt == "captioning":
+    if fmt == "captioning":  # the official judge answers the video's first multi-choice question from the caption
+        if released:
+            meta |= captioning_question(ctx.file, str(row["video_id"]), str(dim))
+        elif "mc_question" in row:
+            meta |= {"mc_question": str(row["mc_question"]), "mc_answer": str(row["mc_answer"])}
         return [plain(rid, row["question"], "open_ended", row["answer"], media, **meta)]
     question, options = split_embedded(row["question"])
     label = labelled_option(str(row["answer"]))  # caption matching answers with its option line ("Option 2: x")
@@ -294,14 +302,17 @@ def _without_choices(question: str, options: Sequence[str]) -> str:
 
 def vcrbench(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
     """A VCR-Bench row: `multiple-choice` flag, `choices` {"A".."D"} (empty strings when open-ended), `answer`
-    a letter or free text, `dimension`, `duration`; the MC question text repeats the choices (kept as released in
-    meta `released_question`, for the official judge prompts)."""
-    media, meta = [video(ctx, row["video_path"])], {"category": row.get("dimension"), "duration": row.get("duration")}
+    a letter or free text, `dimension`, `duration`, `reasoning` (the annotated steps, kept as released for the official
+    CoT score); the question is kept as released in meta `released_question`, for the official judge prompts (the MC
+    question text repeats the choices)."""
+    media = [video(ctx, row["video_path"])]
+    meta = {"category": row.get("dimension"), "duration": row.get("duration"), "reasoning": row.get("reasoning"),
+            "released_question": str(row["question"])}
     if row["multiple-choice"]:
         choices = row["choices"]
         options = [str(choices[k]).strip() for k in sorted(choices) if str(choices[k]).strip()]
         return [mc(row["id"], _without_choices(str(row["question"]), options), options, row["answer"], media,
-                   question_kind="multiple-choice", released_question=str(row["question"]), **meta)]
+                   question_kind="multiple-choice", **meta)]
     return [plain(row["id"], row["question"], "open_ended", row["answer"], media, question_kind="open-ended", **meta)]
 
 

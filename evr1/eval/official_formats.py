@@ -1,6 +1,7 @@
 """The official scorers of the benchmarks that mix answer formats (their `Official`; see `evr1.eval.official_rules`):
 Video-MMMU (multiple choice and numeric answers), TempCompass (multi-choice, yes/no, caption matching, with the
-official ChatGPT fallback as a judge step) and OVO-Bench (letters, counts, yes/no).
+official ChatGPT fallback as a judge step, and captioning, whose judge answers the video's first multi-choice question
+from the caption; with the side files its importer reads) and OVO-Bench (letters, counts, yes/no).
 
 Each reader is written from the benchmark's published scorer, named in its `Official.source`, quirks included
 (docs/benchmarks.md lists them); an item rule returns the official item score, or None when the scorer drops it.
@@ -8,14 +9,22 @@ Each reader is written from the benchmark's published scorer, named in its `Offi
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evr1.eval import aggregate as agg
 from evr1.eval.aggregate import Aggregate
 from evr1.eval.official_choice import lmms_choice
-from evr1.eval.official_prompts import TEMPCOMPASS_CAPTION_MATCHING, TEMPCOMPASS_MULTI_CHOICE, TEMPCOMPASS_YES_NO
+from evr1.eval.official_prompts import (
+    TEMPCOMPASS_CAPTION_MATCHING,
+    TEMPCOMPASS_CAPTIONING,
+    TEMPCOMPASS_MULTI_CHOICE,
+    TEMPCOMPASS_YES_NO,
+)
 from evr1.eval.official_rules import visible
 from evr1.eval.protocols import Official
 from evr1.rewards.judge_client import chat
@@ -192,11 +201,90 @@ def fallback_rating(reply: str) -> int | None:
     return int("Incorrect" not in text)
 
 
+@lru_cache(maxsize=8)
+def _json_file(path: str, stamp: tuple[int, int]) -> Any:
+    """A JSON side file, read once per (path, mtime and size)."""
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _side_file(path: Path) -> Any:
+    """The JSON at `path`, or None when there is no such file."""
+    if not path.is_file():
+        return None
+    stat = path.stat()
+    return _json_file(str(path), (stat.st_mtime_ns, stat.st_size))
+
+
+def captioning_question(questions_file: Path, video_id: str, dim: str) -> dict[str, str]:
+    """`mc_question` / `mc_answer`: the first question of `video_id` and `dim` in the released `multi-choice.json`
+    beside `questions_file`, the one `eval_captioning.py` asks its judge; ValueError when there is none."""
+    beside = questions_file.with_name("multi-choice.json")
+    released = _side_file(beside)
+    if released is None:
+        raise ValueError(f"TempCompass captioning needs {beside.name} beside {questions_file.name}: its official score"
+                         " asks each video's first multi-choice question of the dimension")
+    try:
+        first = released[video_id][dim][0]
+        return {"mc_question": str(first["question"]), "mc_answer": str(first["answer"])}
+    except (KeyError, IndexError, TypeError):
+        raise ValueError(f"{beside}: no multi-choice question of video {video_id!r}, dimension {dim!r} (the official"
+                         " captioning score asks the first one)") from None
+
+
+def fine_aspect(questions_file: Path, video_id: str, dim: str) -> str | None:
+    """The fine-grained aspect `print_result` files a question under: "order" for the order dimension, else the
+    `eval_dim.<dim>.type` of the video in the released `meta_info.json` of the benchmark folder (above `questions/`);
+    None without that file; ValueError when it lacks the video's entry."""
+    if dim == "order":
+        return "order"
+    path = questions_file.parent.parent / "meta_info.json"
+    infos = _side_file(path)
+    if infos is None:
+        return None
+    try:
+        return str(infos[video_id.replace(".jpg", "").replace(".mp4", "")]["eval_dim"][dim]["type"])
+    except (KeyError, TypeError):
+        raise ValueError(f"{path}: no eval_dim.{dim}.type for video {video_id!r}") from None
+
+
+TEMPCOMPASS_CHOICE_MARKS = ("A.", "B.", "C.", "D.")
+
+
+def caption_rating(reply: str, mc_answer: str) -> dict[str, Any]:
+    """`eval_captioning.py`'s `parse_llm_output` of the stripped reply: an empty one (or "invalid_request_error")
+    rates -1; the answer is the last line holding "Answer" ("Answer:" removed, stripped), else the whole reply; it
+    rates 1 when its part before the first ". " is the reference's and it holds exactly one of "A." to "D."."""
+    if not reply or reply == "invalid_request_error":
+        return {"answer": None, "rating": -1}
+    answer = reply
+    for line in reply.split("\n"):
+        if "Answer" in line.strip():
+            answer = line.strip().replace("Answer:", "").strip()
+    marks = sum(answer.count(mark) for mark in TEMPCOMPASS_CHOICE_MARKS)
+    return {"answer": answer, "rating": int(answer.split(". ")[0] == mc_answer.split(". ")[0] and marks == 1)}
+
+
+def captioning_judge(record: Record, response: str, judge: JudgeSpec) -> dict[str, Any]:
+    """The official captioning judgement: the caption (`</s>` removed, stripped) and the video's first multi-choice
+    question (meta `mc_question`) in the official prompt, the reply read by `caption_rating` against `mc_answer`;
+    `{}` for a record without them (an EasyVideoR1 row: its official score is evr1's)."""
+    if "mc_question" not in record.meta:
+        return {}
+    prediction = response.replace("</s>", "").strip()
+    prompt = (f"{TEMPCOMPASS_CAPTIONING}\nVideo Description:{prediction}\nMulti-Choice Question:\n"
+              f"{record.meta['mc_question']}\n")
+    reply = chat(judge, TEMPCOMPASS_SYSTEM, prompt, options=TEMPCOMPASS_REQUEST).strip()
+    return {"reply": reply, **caption_rating(reply, str(record.meta["mc_answer"]))}
+
+
 def tempcompass_judge(record: Record, response: str, judge: JudgeSpec) -> dict[str, Any]:
     """The official ChatGPT fallback of an answer the matching rule cannot read: `{"matched": True, "rating"}` with no
-    request when it can, else the official prompt asked until a verdict (`TEMPCOMPASS_TRIES` at most: rating 0);
-    `{}` for a captioning answer (its official scoring is not reproduced)."""
+    request when it can, else the official prompt asked until a verdict (`TEMPCOMPASS_TRIES` at most: rating 0); a
+    captioning answer goes to `captioning_judge`."""
     fmt = record.meta.get("format")
+    if fmt == "captioning":
+        return captioning_judge(record, response, judge)
     if fmt not in _FALLBACK:
         return {}
     prediction = response.replace("</s>", "").strip()
@@ -217,14 +305,20 @@ def tempcompass_judge(record: Record, response: str, judge: JudgeSpec) -> dict[s
 
 def tempcompass_item(row: Row) -> dict[str, Any]:
     """multi-choice, yes/no, caption matching: the matching rule's rating, else the fallback judge's (row `official`),
-    else 0 (no judge set: the scripts' --disable_llm; an unreachable judge: its rating 0 after the retries); a failed
-    generation (no prediction) 0; `components.matched` for the match success rate. Captioning keeps evr1's judge."""
+    else 0 (no judge set: the scripts' --disable_llm; an unreachable judge: its rating 0 after the retries); captioning:
+    the captioning judge's rating (an unreachable judge -1, the script's rating after its retries), evr1's judged score
+    for a row without one (an EasyVideoR1 row, a row stored before this step); a failed generation (no prediction) 0;
+    `components.matched` for the match success rate (a captioning answer is never matched by a rule)."""
     meta = row.get("meta") or {}
     fmt, response = meta.get("format"), row.get("response")
-    if fmt not in _FALLBACK:
-        return {"score": float(row["score"])}
     if response is None:
         return {"score": 0.0, "components": {"matched": 0}}
+    if fmt == "captioning":
+        official = row.get("official") or {}
+        rating = -1 if "error" in official else official.get("rating")
+        return {"score": float(row["score"] if rating is None else rating)}
+    if fmt not in _FALLBACK:
+        return {"score": float(row["score"])}
     prediction = response.replace("</s>", "").strip()
     question, answer = tempcompass_released(fmt, meta, row.get("options"), row["answer"])
     rating = tempcompass_rule(fmt, prediction, question, answer)
@@ -233,24 +327,37 @@ def tempcompass_item(row: Row) -> dict[str, Any]:
     return {"score": float((row.get("official") or {}).get("rating", 0)), "components": {"matched": 0}}
 
 
+def _match_rate(rows: Sequence[Row]) -> float:
+    return 100.0 * sum((r.get("components") or {}).get("matched", 0) for r in rows) / len(rows)
+
+
 def tempcompass_metrics(rows: Sequence[Row]) -> Aggregate:
-    """Accuracy over all items, by format and dimension, and the scripts' `match_success_rate`: the share of the
-    multi-choice, yes/no and caption-matching items their matching rule reads."""
-    result = agg.accuracy("format", "dimension")(rows)
-    ruled = [r for r in rows if "matched" in (r.get("components") or {})]
-    metrics = dict(result.metrics)
+    """Accuracy over all items, by format, dimension and fine-grained aspect (`fine_aspect`), and the tables each
+    format's script prints (`print_result`): its accuracy by dimension (`<format> dimension`) and by fine-grained
+    aspect (`<format> fine_aspect`), its `<format> match_success_rate` (the share of its items the rules read; for
+    captioning 0); `match_success_rate` over the multi-choice, yes/no and caption-matching items."""
+    result = agg.accuracy("format", "dimension", "fine_aspect")(rows)
+    metrics, breakdowns = dict(result.metrics), dict(result.breakdowns)
+    ruled = [r for r in rows if (r.get("meta") or {}).get("format") in _FALLBACK]
     if ruled:
-        metrics["match_success_rate"] = 100.0 * sum(r["components"]["matched"] for r in ruled) / len(ruled)
-    return Aggregate(result.score, metrics, result.breakdowns)
+        metrics["match_success_rate"] = _match_rate(ruled)
+    for fmt, members in agg.groups(rows, "format").items():
+        metrics[f"{fmt} match_success_rate"] = _match_rate(members)
+        for key in ("dimension", "fine_aspect"):
+            if any(key in (r.get("meta") or {}) for r in members):
+                breakdowns[f"{fmt} {key}"] = agg.breakdown(members, key)
+    return Aggregate(result.score, metrics, breakdowns)
 
 
 TEMPCOMPASS = Official(
-    "accuracy over all items, by format and dimension; multi-choice, yes/no and caption matching by the official"
-    " matching rules, an unmatched answer by the official ChatGPT fallback prompt to the judge (none set: 0, as"
-    " --disable_llm); match_success_rate",
+    "accuracy over all items, by format, dimension and fine-grained aspect, and each format's tables; multi-choice,"
+    " yes/no and caption matching by the official matching rules, an unmatched answer by the official ChatGPT fallback"
+    " prompt to the judge (none set: 0, as --disable_llm); captioning by the judge answering the video's first"
+    " multi-choice question from the caption (a failed request -1); match_success_rate",
     tempcompass_metrics, tempcompass_item,
     source="llyx97/TempCompass eval_multi-choice.py (commit 7bdcfa2), eval_yes_no.py (commit 75361fd),"
-           " eval_caption_matching.py (commit c2ec41e), utils/eval_utils.py and prompt_templates.py (commit 3cdb5d4)",
+           " eval_caption_matching.py (commit c2ec41e), eval_captioning.py, utils/eval_utils.py and prompt_templates.py"
+           " (commit 3cdb5d4), meta_info.json",
     judge=tempcompass_judge, judge_optional=True,
 )
 

@@ -264,7 +264,7 @@ def test_tempcompass_matching_rules(fmt: str, answer: str, response: str | None,
     assert got["score"] == score
 
 
-def test_tempcompass_captioning_keeps_evr1s_score() -> None:
+def test_tempcompass_captioning_without_its_judgement_keeps_evr1s_score() -> None:
     assert formats.tempcompass_item(row("A man runs.", "A man runs", 1.0, "open_ended", format="captioning")) == {
         "score": 1.0}
 

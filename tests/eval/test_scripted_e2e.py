@@ -53,10 +53,12 @@ def test_all_22_benchmarks_aggregate_exactly(bench_root: Path, tmp_path: Path, v
     assert sorted(candidate_of(body) for body in verdicts) == sorted(VERDICTS)
     assert all("correct or incorrect" in body["messages"][0]["content"] for body in verdicts)
     # The official judge steps: MMVU asks about every answered item (2), VCR-Bench extracts each answer and, with no
-    # interval or box, scores the extraction (2 + 2); VideoReasonBench's answers hold no "Final Answer" (none).
+    # interval or box, scores the extraction (2 + 2), then asks its recall and precision steps (2 + 2);
+    # VideoReasonBench's answers hold no "Final Answer" (none).
     official = [body for body in judge.requests if body not in verdicts]
     firsts = sorted(b["messages"][0]["content"][:24] for b in official)
-    assert firsts == ["Evaluate whether the mod"] * 2 + ["You are an AI assistant w"[:24]] * 4
+    assert firsts == sorted(["Evaluate whether the mod"] * 2 + ["You are an AI assistant w"[:24]] * 4
+                            + ["You are an expert system"] * 2 + ["\n# Task Overview\nGiven a"] * 2)
     md = (tmp_path / "results.md").read_text()
     # VSI-Bench: (counting 1 + distance MRA 0.6 + route 0.5 + direction 2/3) / 4 = 0.691666... (expected.py).
     assert "| VSI-Bench | strict | 69.17 | 69.17 |" in md and "| route_planning | 50.00 | 2 | 50.00 | 2 |" in md

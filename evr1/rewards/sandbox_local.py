@@ -9,7 +9,8 @@ a size-capped tmpfs as its only writable folder, a cleared environment, and `--d
 (through a pidfd taken from bwrap's `--info-fd`), which takes every process in it along before bwrap exits.
 Its limits are per sandbox through a cgroup where the machine allows creating one (`sandbox_cgroups`), plus
 the runner's rlimits (memory, CPU, file size and RLIMIT_NPROC, which counts processes per user namespace,
-so per sandbox, except for host root). `Unsandboxed` runs the same runner as a plain child in a temp folder.
+so per sandbox, but never binds root: as host root without a cgroup each sandbox runs as a uid of its own,
+see `Bubblewrap`). `Unsandboxed` runs the same runner as a plain child in a temp folder.
 """
 
 from __future__ import annotations

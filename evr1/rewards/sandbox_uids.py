@@ -6,7 +6,9 @@ reads anything (`sandbox_runner.py`): slot k is uid and gid `base + k`, and RLIM
 processes of a uid, then counts that sandbox alone. A slot is held by an exclusive `flock` on
 `<folder>/<k>.lock` (a folder only root may write) while its sandbox runs, so the sandboxes of every process on
 the machine get distinct uids; it is released after every process of the sandbox has been reaped, so the next
-holder starts from none. The uids `base` to `base + count - 1` must belong to no account or other process.
+holder starts from none (a holder that dies takes its locks along while `--die-with-parent` is still killing
+its sandboxes: for those milliseconds a new sandbox may share a uid's count with one of them). The uids `base`
+to `base + count - 1` must belong to no account or other process.
 """
 
 from __future__ import annotations

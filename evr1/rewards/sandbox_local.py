@@ -2,11 +2,12 @@
 
 `Process` is one started runner with capped line I/O and a `kill` after which nothing it started is left;
 `Deadline` kills every process registered with it when a sample's wall time is up. `Bubblewrap` builds the
-sandbox: new user, PID, network, IPC, UTS and mount namespaces (no further user namespaces inside, no
-capabilities, a new session), a read-only root holding read-only binds of /usr (and the /bin, /lib, /lib64
-links) and of the Python installation only, a fresh /proc of its PID namespace, a minimal read-only /dev,
-a size-capped tmpfs as its only writable folder, a cleared environment, and `--die-with-parent`. A sandbox ends by SIGKILL to its PID 1
-(through a pidfd taken from bwrap's `--info-fd`), which takes every process in it along before bwrap exits.
+sandbox: new user (but for host root without a cgroup, see `Bubblewrap`), PID, network, IPC, UTS and mount
+namespaces (no further user namespaces inside, no capabilities, a new session), a read-only root holding
+read-only binds of /usr (and the /bin, /lib, /lib64 links) and of the Python installation only, a fresh /proc
+of its PID namespace, a minimal read-only /dev, a size-capped tmpfs as its only writable folder, a cleared
+environment, and `--die-with-parent`. A sandbox ends by SIGKILL to its PID 1 (through a pidfd taken from
+bwrap's `--info-fd`), which takes every process in it along before bwrap exits.
 Its limits are per sandbox through a cgroup where the machine allows creating one (`sandbox_cgroups`), plus
 the runner's rlimits (memory, CPU, file size and RLIMIT_NPROC, which counts processes per user namespace,
 so per sandbox, but never binds root: as host root without a cgroup each sandbox runs as a uid of its own,
@@ -81,7 +82,8 @@ class Process:
     """A runner process: write lines to it, read capped lines or output from it, kill it and all it started."""
 
     def __init__(self, argv: list[str], deadline: Deadline, *, cwd: str | None = None, info: bool = False,
-                 cgroups: list[Path] | None = None, folder: str | None = None, slot: UidSlot | None = None, fds: tuple[int, ...] = ()) -> None:  # fmt: skip
+                 cgroups: list[Path] | None = None, folder: str | None = None, slot: UidSlot | None = None,
+                 fds: tuple[int, ...] = ()) -> None:  # fmt: skip
         self.reason: str | None = None
         self._folder, self._slot = folder, slot
         self._pidfd: int | None = None
@@ -97,7 +99,8 @@ class Process:
                     *(str(d / "cgroup.procs") for d in self._cgroups), *argv]  # fmt: skip
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         cwd=cwd, env=ENV, start_new_session=True, pass_fds=(*fds, write_info) if info else fds)  # fmt: skip
+                                         cwd=cwd, env=ENV, start_new_session=True,
+                                         pass_fds=(*fds, write_info) if info else fds)  # fmt: skip
         except BaseException:
             for group in self._cgroups:  # nothing started: the cgroups (and the uid) are ours to release
                 Cgroups.remove(group)
@@ -265,15 +268,18 @@ class Bubblewrap:
         from), that of a sandbox of its own uid (host root without a cgroup)."""
         assert self.bwrap is not None
         if seccomp is None:
-            users, work = ["--unshare-user", "--disable-userns", *(["--cap-drop", "ALL"] if os.geteuid() == 0 else [])], []
+            users = ["--unshare-user", "--disable-userns", *(["--cap-drop", "ALL"] if os.geteuid() == 0 else [])]
+            work = []
         else:  # the tmpfs is root's: open to the sandbox's uid (nothing else runs in it but bwrap's PID 1)
-            users = ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--seccomp", str(seccomp)]
+            users = ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                     "--seccomp", str(seccomp)]  # fmt: skip
             work = ["--perms", "0777"]
         return [self.bwrap, *users, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv", *_binds(), "--proc", "/proc",
-                "--dev", "/dev", *work, "--size", str(self.file_mb << 20), "--tmpfs", WORKDIR, "--remount-ro", "/dev",
-                "--remount-ro", "/", "--chdir", WORKDIR, "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", WORKDIR,
-                "--setenv", "TMPDIR", WORKDIR, "--setenv", "LANG", "C.UTF-8", "--", python_binary(), "-I", "-S", "-c"]  # fmt: skip
+                "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv", *_binds(),
+                "--proc", "/proc", "--dev", "/dev", *work, "--size", str(self.file_mb << 20), "--tmpfs", WORKDIR,
+                "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--setenv", "PATH", "/usr/bin:/bin",
+                "--setenv", "HOME", WORKDIR, "--setenv", "TMPDIR", WORKDIR, "--setenv", "LANG", "C.UTF-8",
+                "--", python_binary(), "-I", "-S", "-c"]  # fmt: skip
 
     def start(self, source: str, deadline: Deadline) -> Process:
         if self.bwrap is None:

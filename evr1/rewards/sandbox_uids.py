@@ -1,8 +1,8 @@
 """A uid of its own per running sandbox, for host root where no cgroup can be made.
 
 The kernel exempts uid 0 from RLIMIT_NPROC (and a user namespace made by root maps its processes to uid 0),
-so as host root without a pids cgroup the sandbox's runner switches to a uid and gid of its own before it
-reads anything (`sandbox_runner.py`): slot k is uid and gid `base + k`, and RLIMIT_NPROC, which counts the
+so as host root without a pids cgroup the program a sandbox runs first switches to a uid and gid of its own
+(`sandbox_become.py`): slot k is uid and gid `base + k`, and RLIMIT_NPROC, which counts the
 processes of a uid, then counts that sandbox alone. A slot is held by an exclusive `flock` on
 `<folder>/<k>.lock` (a folder only root may write) while its sandbox runs, so the sandboxes of every process on
 the machine get distinct uids; it is released after every process of the sandbox has been reaped, so the next

@@ -135,7 +135,8 @@ def real_v2(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     mount, mounted = (Path(mounts[0]), False) if mounts else (tmp_path / "cg2", True)
     if mounted:
         mount.mkdir()
-        made = subprocess.run(["mount", "-t", "cgroup2", "none", str(mount)], check=False, capture_output=True, text=True)
+        made = subprocess.run(["mount", "-t", "cgroup2", "none", str(mount)], check=False, capture_output=True,
+                              text=True)  # fmt: skip
         if made.returncode:
             pytest.skip(f"no cgroup2 tree here, and none can be mounted: {made.stderr.strip() or made.returncode}")
     [own] = [line[3:] for line in Path("/proc/self/cgroup").read_text().splitlines() if line.startswith("0::")]
@@ -146,7 +147,8 @@ def real_v2(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
             subprocess.run(["umount", str(mount)], check=True)
 
 
-def test_a_real_cgroup2_tree_is_used_only_with_memory_and_pids_delegated(real_v2: tuple[Path, Path], tmp_path: Path) -> None:
+def test_a_real_cgroup2_tree_is_used_only_with_memory_and_pids_delegated(real_v2: tuple[Path, Path],
+                                                                         tmp_path: Path) -> None:  # fmt: skip
     mount, ours = real_v2
     found = Cgroups.find(mount, _own(tmp_path, f"0::/{ours.relative_to(mount)}\n"))  # its v2 line alone
     v2 = Cgroups("cgroup v2", {"v2": ours})
@@ -162,7 +164,8 @@ def test_a_real_cgroup2_tree_is_used_only_with_memory_and_pids_delegated(real_v2
     assert not list(ours.glob(f"evr1-sandbox-{_maker()}-*"))  # the refused one removed too
 
 
-HELD = "import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        time.sleep(60)\nprint(os.getpid(), flush=True)\ntime.sleep(60)"
+HELD = ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        time.sleep(60)\n"
+        "print(os.getpid(), flush=True)\ntime.sleep(60)")
 
 
 def test_a_dead_makers_cgroup2_is_killed_and_removed(real_v2: tuple[Path, Path]) -> None:

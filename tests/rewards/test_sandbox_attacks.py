@@ -171,6 +171,24 @@ def test_a_fork_bomb_is_contained(limiter: str) -> None:
     attack = ("import os, time\nmain = os.getpid()\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
               "        if os.getpid() == main:\n            os._exit(1)\n        time.sleep(60)")
     assert _batch(attack, None, note=f"0/2 tests passed: {ENDED}")[0] == 0.0
+    if limiter.startswith("per-sandbox uid"):  # refused at the limit: 8 processes of its uid, the runner and 7 more
+        assert _batch(COUNTING, "assert probe() == 7")[0] == 1.0
+
+
+COUNTING = f"""{HONEST}
+import os, time
+def probe():
+    forked = 0
+    while forked < 50:
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        forked += 1
+    return forked"""
 
 
 def test_memory_is_limited_across_forked_children() -> None:

@@ -367,6 +367,9 @@ class CodeSandboxSpec(Spec):
     output_mb: PositiveInt = 1  # the stdout of a program (one stdin/stdout case)
     file_mb: PositiveInt = 16  # all files the answer writes (its tmpfs), its stderr and prints included
     workers: PositiveInt = 2
+    # host root where no cgroup can be made: each running sandbox has its own uid and gid from here (so that
+    # RLIMIT_NPROC counts per sandbox); uid_base to uid_base + 4095 must belong to no account or process
+    uid_base: PositiveInt = 2_000_000
 
     @model_validator(mode="after")
     def _remote_needs_url(self) -> CodeSandboxSpec:

@@ -121,7 +121,7 @@ def sandbox_for(spec: CodeSandboxSpec) -> _Local | _Remote:
         problem = bubblewrap_problem()
         if problem:
             raise ConfigError(f"code rewards refuse to run answers unsandboxed: {problem}; {OPTIONS}")
-        backend = _Local(Bubblewrap(spec.memory_mb, spec.processes, spec.file_mb), spec)
+        backend = _Local(Bubblewrap(spec.memory_mb, spec.processes, spec.file_mb, uid_base=spec.uid_base), spec)
     logger.info("code sandbox: %s; limits in force: %s", backend.name, backend.limits)
     return backend
 
@@ -132,7 +132,7 @@ def bubblewrap_problem() -> str | None:
     from evr1.specs import CodeSandboxSpec
 
     spec = CodeSandboxSpec(timeout_s=30.0)
-    local = Bubblewrap(spec.memory_mb, spec.processes, spec.file_mb)
+    local = Bubblewrap(spec.memory_mb, spec.processes, spec.file_mb, uid_base=spec.uid_base)
     if local.bwrap is None:
         return "bubblewrap (bwrap) is not installed"
     deadline = Deadline(spec.timeout_s)

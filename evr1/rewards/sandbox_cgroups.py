@@ -5,13 +5,13 @@ cgroup v2: our own cgroup (the "0::PATH" line of /proc/self/cgroup) must already
 `memory.swap.max` 0 and `pids.max`. cgroup v1 (hybrid hosts): a child of our cgroup in the `memory`
 hierarchy (`memory.limit_in_bytes`, and `memory.memsw.limit_in_bytes` where swap is accounted) and one in
 `pids` (`pids.max`). `find` tries v2 then v1 by creating and removing a probe cgroup, and returns None when
-neither works; the sandbox's rlimits then stand alone.
+neither works; the sandbox's rlimits then stand alone (`sandbox_uids` says how they bind host root).
 
 A sandbox's cgroups are named `evr1-sandbox-<maker>-<token>`, the maker being the PID namespace and PID of the
 process that made them, and removed when the sandbox ends; `find` also removes those left by a process of its
-own PID namespace that died before it could (their processes are killed first), so a crashed reward worker
-leaves nothing behind beyond the next start. Cgroups made in another PID namespace (another container sharing
-the hierarchy) are never touched: their PIDs mean nothing here.
+own PID namespace that died before it could (their processes killed first, by `cgroup.kill` on v2), so a
+crashed reward worker leaves nothing behind beyond the next start. Cgroups made in another PID namespace
+(another container sharing the hierarchy) are never touched: their PIDs mean nothing here.
 """
 
 from __future__ import annotations
@@ -80,15 +80,7 @@ class Cgroups:
                 maker = folder.name[len(prefix) :].split("-")[0]
                 if not maker.isdigit() or _alive(int(maker)):
                     continue
-                try:
-                    pids = (folder / "cgroup.procs").read_text().split()
-                except OSError:
-                    pids = []
-                for pid in pids:
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except (OSError, ValueError):
-                        pass
+                _kill_all(folder)
                 if self.remove(folder):
                     removed.append(folder)
         return removed
@@ -130,6 +122,28 @@ class Cgroups:
                 time.sleep(0.01 * (attempt + 1))
         logger.warning("could not remove the sandbox cgroup %s: its processes did not end", folder)
         return False
+
+
+def _kill_all(folder: Path) -> None:
+    """SIGKILL every process in a cgroup: at once through `cgroup.kill` (v2, Linux 5.14+), else one by one."""
+    try:
+        fd = os.open(folder / "cgroup.kill", os.O_WRONLY)  # never created: only the kernel's
+        try:
+            os.write(fd, b"1")
+            return
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    try:
+        pids = (folder / "cgroup.procs").read_text().split()
+    except OSError:
+        pids = []
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
 
 
 def _pid_namespace() -> int:

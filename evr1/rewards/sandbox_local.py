@@ -2,14 +2,16 @@
 
 `Process` is one started runner with capped line I/O and a `kill` after which nothing it started is left;
 `Deadline` kills every process registered with it when a sample's wall time is up. `Bubblewrap` builds the
-sandbox: new user, PID, network, IPC, UTS and mount namespaces (no further user namespaces inside, no
-capabilities, a new session), a read-only root holding read-only binds of /usr (and the /bin, /lib, /lib64
-links) and of the Python installation only, a fresh /proc of its PID namespace, a minimal read-only /dev,
-a size-capped tmpfs as its only writable folder, a cleared environment, and `--die-with-parent`. A sandbox ends by SIGKILL to its PID 1
-(through a pidfd taken from bwrap's `--info-fd`), which takes every process in it along before bwrap exits.
+sandbox: new user (but for host root without a cgroup, see `Bubblewrap`), PID, network, IPC, UTS and mount
+namespaces (no further user namespaces inside, no capabilities, a new session), a read-only root holding
+read-only binds of /usr (and the /bin, /lib, /lib64 links) and of the Python installation only, a fresh /proc
+of its PID namespace, a minimal read-only /dev, a size-capped tmpfs as its only writable folder, a cleared
+environment, and `--die-with-parent`. A sandbox ends by SIGKILL to its PID 1 (through a pidfd taken from
+bwrap's `--info-fd`), which takes every process in it along before bwrap exits.
 Its limits are per sandbox through a cgroup where the machine allows creating one (`sandbox_cgroups`), plus
 the runner's rlimits (memory, CPU, file size and RLIMIT_NPROC, which counts processes per user namespace,
-so per sandbox, except for host root). `Unsandboxed` runs the same runner as a plain child in a temp folder.
+so per sandbox, but never binds root: as host root without a cgroup each sandbox runs as a uid of its own,
+see `Bubblewrap`). `Unsandboxed` runs the same runner as a plain child in a temp folder.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ import time
 from pathlib import Path
 
 from evr1.rewards.sandbox_cgroups import Cgroups
+from evr1.rewards.sandbox_uids import UidSlot, UidSlots, userns_filter
 
 WORKDIR = "/sandbox"
+BECOME = (Path(__file__).parent / "sandbox_become.py").read_text()
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # for bwrap and the tests' process: none of the caller's
 
 
@@ -78,9 +82,10 @@ class Process:
     """A runner process: write lines to it, read capped lines or output from it, kill it and all it started."""
 
     def __init__(self, argv: list[str], deadline: Deadline, *, cwd: str | None = None, info: bool = False,
-                 cgroups: list[Path] | None = None, folder: str | None = None) -> None:  # fmt: skip
+                 cgroups: list[Path] | None = None, folder: str | None = None, slot: UidSlot | None = None,
+                 fds: tuple[int, ...] = ()) -> None:  # fmt: skip
         self.reason: str | None = None
-        self._folder = folder
+        self._folder, self._slot = folder, slot
         self._pidfd: int | None = None
         self._cgroups = cgroups or []
         self._lock = threading.Lock()
@@ -94,10 +99,13 @@ class Process:
                     *(str(d / "cgroup.procs") for d in self._cgroups), *argv]  # fmt: skip
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         cwd=cwd, env=ENV, start_new_session=True, pass_fds=(write_info,) if info else ())  # fmt: skip
+                                         cwd=cwd, env=ENV, start_new_session=True,
+                                         pass_fds=(*fds, write_info) if info else fds)  # fmt: skip
         except BaseException:
-            for group in self._cgroups:  # nothing started: the cgroups are ours to remove
+            for group in self._cgroups:  # nothing started: the cgroups (and the uid) are ours to release
                 Cgroups.remove(group)
+            if slot is not None:
+                slot.release()
             if info:
                 os.close(read_info)
             raise
@@ -192,12 +200,15 @@ class Process:
                 os.close(self._pidfd)
             for group in self._cgroups:
                 Cgroups.remove(group)
+            if self._slot is not None:  # every process of the sandbox is reaped: its uid runs nothing
+                self._slot.release()
             if self._folder:
                 shutil.rmtree(self._folder, ignore_errors=True)
 
 
 def _binds() -> list[str]:
-    """bwrap arguments for the read-only system and interpreter folders the runner needs, nothing else."""
+    """bwrap arguments for the read-only system and interpreter folders the runner needs, nothing else (the
+    folders above the interpreter's made 0755: bwrap would make them 0700, closed to a sandbox's own uid)."""
     args = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
         if os.path.islink(top):
@@ -206,25 +217,45 @@ def _binds() -> list[str]:
             args += ["--ro-bind", top, top]
     prefix = os.path.realpath(sys.base_prefix)
     if not (prefix + "/").startswith("/usr/"):
+        for parent in reversed(Path(prefix).parents[:-1]):
+            args += ["--perms", "0755", "--dir", str(parent)]
         args += ["--ro-bind", prefix, prefix]
     return args
 
 
 class Bubblewrap:
-    """Runner processes in bubblewrap sandboxes (see the module docstring)."""
+    """Runner processes in bubblewrap sandboxes (see the module docstring).
+
+    Three modes, by who runs it and what limits processes: a user, in a user namespace of the sandbox
+    (RLIMIT_NPROC counts per user namespace); host root with a cgroup, in a user namespace with no capabilities
+    (the pids cgroup counts, since RLIMIT_NPROC exempts root); host root without a cgroup (`own_uid`), in no
+    user namespace: bwrap keeps only CAP_SETUID and CAP_SETGID, and the program's first statements
+    (`sandbox_become`) switch to a uid of its own from `uid_base` (`sandbox_uids`), losing them, and set
+    RLIMIT_NPROC, which then binds; new user namespaces are refused by a seccomp filter (`userns_filter`).
+    """
 
     name = "bubblewrap"
 
-    def __init__(self, memory_mb: int, processes: int, file_mb: int) -> None:
+    def __init__(self, memory_mb: int, processes: int, file_mb: int, *, uid_base: int) -> None:
         self.bwrap = shutil.which("bwrap")
         self.memory_mb, self.processes, self.file_mb = memory_mb, processes, file_mb
         self.cgroups = Cgroups.find()
+        self.uids = UidSlots(uid_base)
+        self.userns_filter = userns_filter(os.uname().machine)
+
+    @property
+    def own_uid(self) -> bool:
+        """Whether each sandbox runs as a uid of its own (host root, no cgroup, a machine `userns_filter` knows)."""
+        return self.cgroups is None and os.geteuid() == 0 and self.userns_filter is not None
 
     @property
     def limits(self) -> str:
         """Which limits are in force, in words."""
         if self.cgroups is not None:
             return f"{self.cgroups.name} (memory, processes per sandbox) + rlimits"
+        if self.own_uid:
+            return (f"per-sandbox uid (from {self.uids.base}) + RLIMIT_NPROC (processes per sandbox; no cgroup could be"
+                    " created) + rlimits (memory per process)")  # fmt: skip
         if os.geteuid() == 0:
             return "rlimits only: no cgroup could be created, and RLIMIT_NPROC does not bind host root"
         return "rlimits + RLIMIT_NPROC (processes per sandbox user namespace)"
@@ -232,20 +263,47 @@ class Bubblewrap:
     def nproc_limit(self) -> int | None:
         return self.processes
 
-    def argv(self) -> list[str]:
+    def argv(self, seccomp: int | None = None) -> list[str]:
+        """bwrap's command line up to the program's `-c`; with `seccomp` (a descriptor to read `userns_filter`
+        from), that of a sandbox of its own uid (host root without a cgroup)."""
         assert self.bwrap is not None
-        root = ["--cap-drop", "ALL"] if os.geteuid() == 0 else []
-        return [self.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--disable-userns", *root, "--die-with-parent", "--new-session", "--clearenv",
-                *_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(self.file_mb << 20), "--tmpfs", WORKDIR,
-                "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", WORKDIR,
-                "--setenv", "TMPDIR", WORKDIR, "--setenv", "LANG", "C.UTF-8", "--", python_binary(), "-I", "-S", "-c"]  # fmt: skip
+        if seccomp is None:
+            users = ["--unshare-user", "--disable-userns", *(["--cap-drop", "ALL"] if os.geteuid() == 0 else [])]
+            work = []
+        else:  # the tmpfs is root's: open to the sandbox's uid (nothing else runs in it but bwrap's PID 1)
+            users = ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                     "--seccomp", str(seccomp)]  # fmt: skip
+            work = ["--perms", "0777"]
+        return [self.bwrap, *users, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv", *_binds(),
+                "--proc", "/proc", "--dev", "/dev", *work, "--size", str(self.file_mb << 20), "--tmpfs", WORKDIR,
+                "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--setenv", "PATH", "/usr/bin:/bin",
+                "--setenv", "HOME", WORKDIR, "--setenv", "TMPDIR", WORKDIR, "--setenv", "LANG", "C.UTF-8",
+                "--", python_binary(), "-I", "-S", "-c"]  # fmt: skip
 
     def start(self, source: str, deadline: Deadline) -> Process:
         if self.bwrap is None:
             raise FileNotFoundError("bwrap is not installed")
+        if self.own_uid:
+            return self._start_as_own_uid(source, deadline)
         folders = self.cgroups.create(self.memory_mb + self.file_mb, self.processes + 2) if self.cgroups else []
         return Process([*self.argv(), source], deadline, info=True, cgroups=folders)
+
+    def _start_as_own_uid(self, source: str, deadline: Deadline) -> Process:
+        assert self.userns_filter is not None
+        slot = self.uids.take()
+        try:
+            seccomp, write = os.pipe()
+            os.write(write, self.userns_filter)  # far below a pipe's buffer
+            os.close(write)
+        except OSError:
+            slot.release()
+            raise
+        try:
+            source = f"{BECOME}\n_become({slot.uid}, {self.processes})\ndel _become\n{source}"
+            return Process([*self.argv(seccomp), source], deadline, info=True, slot=slot, fds=(seccomp,))
+        finally:
+            os.close(seccomp)
 
 
 class Unsandboxed:

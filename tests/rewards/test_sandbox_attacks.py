@@ -16,13 +16,16 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from reward_helpers import accuracies, make
 
-from evr1.rewards import code_reward
+from evr1.rewards import code_reward, code_sandbox
 from evr1.rewards.code_sandbox import run_python
+from evr1.rewards.sandbox_cgroups import Cgroups
+from evr1.rewards.sandbox_uids import userns_filter
 from evr1.specs import CodeSandboxSpec, RewardSpec
 
 SPEC = RewardSpec(code=CodeSandboxSpec(timeout_s=30.0, memory_mb=256, processes=8, file_mb=4, output_mb=1, workers=3))
@@ -149,12 +152,43 @@ def _readable(path: Path) -> bool:
         return False
 
 
-def test_a_fork_bomb_is_contained() -> None:
+@pytest.fixture(params=["as found", "own uid"])
+def limiter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The sandbox as this machine makes it, then (as root) as where no cgroup can be made: a uid per sandbox."""
+    if request.param == "own uid":
+        if os.geteuid() != 0 or userns_filter(os.uname().machine) is None:
+            pytest.skip("only host root on x86_64 or aarch64 runs each sandbox as a uid of its own")
+        monkeypatch.setattr(Cgroups, "find", classmethod(lambda cls: None))
+    code_sandbox.sandbox_for.cache_clear()
+    yield code_sandbox.sandbox_for(SPEC.code).limits
+    code_sandbox.sandbox_for.cache_clear()
+
+
+def test_a_fork_bomb_is_contained(limiter: str) -> None:
     # forks until the process limit refuses; its copies then hold their processes (asleep, so that the honest
     # answers of the batch get the CPU), and the answer's own process leaves once refused: the sample ends there
+    assert "processes per sandbox" in limiter  # a cgroup, RLIMIT_NPROC in its user namespace, or a uid of its own
     attack = ("import os, time\nmain = os.getpid()\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
               "        if os.getpid() == main:\n            os._exit(1)\n        time.sleep(60)")
     assert _batch(attack, None, note=f"0/2 tests passed: {ENDED}")[0] == 0.0
+    if limiter.startswith("per-sandbox uid"):  # refused at the limit: 8 processes of its uid, the runner and 7 more
+        assert _batch(COUNTING, "assert probe() == 7")[0] == 1.0
+
+
+COUNTING = f"""{HONEST}
+import os, time
+def probe():
+    forked = 0
+    while forked < 50:
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        forked += 1
+    return forked"""
 
 
 def test_memory_is_limited_across_forked_children() -> None:

@@ -35,7 +35,7 @@ class _Service(BaseHTTPRequestHandler):
             type(self).fail_next -= 1
             return self._reply(503, {"detail": "busy"})
         deadline = Deadline(float(body["run_timeout"]))
-        process = Bubblewrap(int(body["memory_limit_MB"]), 16, 16).start(body["code"], deadline)
+        process = Bubblewrap(int(body["memory_limit_MB"]), 16, 16, uid_base=CodeSandboxSpec().uid_base).start(body["code"], deadline)
         try:
             process.send(body["stdin"].encode())
             process.end_input()

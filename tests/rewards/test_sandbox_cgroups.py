@@ -1,14 +1,21 @@
 """Per-sandbox cgroups: the files written for cgroup v2 and v1 (on a fake cgroup tree, since this machine has
-no delegated v2), the clean-up of a dead maker's cgroups, and the real v1 limits of a bubblewrap sandbox here."""
+no delegated v2), the clean-up of a dead maker's cgroups, the real v1 limits of a bubblewrap sandbox here, and
+what a real cgroup2 tree without delegated controllers allows (this hybrid machine's): the choice, the refusal,
+joining, `cgroup.kill` and removal."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from evr1.rewards.sandbox_cgroups import Cgroups, _maker, _pid_namespace
-from evr1.rewards.sandbox_local import Bubblewrap, Deadline
+from evr1.rewards.sandbox_local import Bubblewrap, Deadline, Process, python_binary
+from evr1.specs import CodeSandboxSpec
 
 
 def _own(tmp_path: Path, text: str) -> Path:
@@ -82,9 +89,9 @@ sys.stdin.readline()
 
 
 def test_a_sandbox_here_is_limited_by_its_own_cgroups_and_leaves_none() -> None:
-    sandbox = Bubblewrap(memory_mb=200, processes=8, file_mb=4)
+    sandbox = Bubblewrap(memory_mb=200, processes=8, file_mb=4, uid_base=CodeSandboxSpec().uid_base)
     if sandbox.cgroups is None:  # a machine without cgroups says what limits it instead
-        assert sandbox.limits.startswith("rlimits")
+        assert sandbox.limits.startswith(("rlimits", "per-sandbox uid"))
         return
     assert sandbox.limits.startswith(f"{sandbox.cgroups.name} (memory, processes per sandbox)")
     deadline = Deadline(60)
@@ -104,9 +111,9 @@ def test_a_sandbox_here_is_limited_by_its_own_cgroups_and_leaves_none() -> None:
 
 
 def test_a_sandbox_that_cannot_start_leaves_no_cgroup() -> None:
-    sandbox = Bubblewrap(memory_mb=200, processes=8, file_mb=4)
+    sandbox = Bubblewrap(memory_mb=200, processes=8, file_mb=4, uid_base=CodeSandboxSpec().uid_base)
     if sandbox.cgroups is None:
-        assert sandbox.limits.startswith("rlimits")
+        assert sandbox.limits.startswith(("rlimits", "per-sandbox uid"))
         return
     sandbox.bwrap = "/nonexistent/bwrap"  # the cgroups are made, then the sandbox fails to start
     deadline = Deadline(60)
@@ -118,3 +125,65 @@ def test_a_sandbox_that_cannot_start_leaves_no_cgroup() -> None:
         deadline.close()
     for parent in sandbox.cgroups.parents.values():
         assert not list(parent.glob(f"evr1-sandbox-{_maker()}-*"))
+
+
+@pytest.fixture
+def real_v2(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(the root of a real cgroup2 tree, our own cgroup in it): the mounted one, else one mounted here as root."""
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+              if line.split(" - ")[1].split()[0] == "cgroup2"]  # fmt: skip
+    mount, mounted = (Path(mounts[0]), False) if mounts else (tmp_path / "cg2", True)
+    if mounted:
+        mount.mkdir()
+        made = subprocess.run(["mount", "-t", "cgroup2", "none", str(mount)], check=False, capture_output=True,
+                              text=True)  # fmt: skip
+        if made.returncode:
+            pytest.skip(f"no cgroup2 tree here, and none can be mounted: {made.stderr.strip() or made.returncode}")
+    [own] = [line[3:] for line in Path("/proc/self/cgroup").read_text().splitlines() if line.startswith("0::")]
+    try:
+        yield mount, mount / own.lstrip("/")
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_real_cgroup2_tree_is_used_only_with_memory_and_pids_delegated(real_v2: tuple[Path, Path],
+                                                                         tmp_path: Path) -> None:  # fmt: skip
+    mount, ours = real_v2
+    found = Cgroups.find(mount, _own(tmp_path, f"0::/{ours.relative_to(mount)}\n"))  # its v2 line alone
+    v2 = Cgroups("cgroup v2", {"v2": ours})
+    if {"memory", "pids"} <= set((ours / "cgroup.subtree_control").read_text().split()):
+        assert found is not None and (found.name, found.parents) == ("cgroup v2", {"v2": ours})
+        [folder] = v2.create(300, 12)
+        assert ((folder / "memory.max").read_text(), (folder / "pids.max").read_text()) == (f"{300 << 20}\n", "12\n")
+        assert Cgroups.remove(folder)
+    else:  # as on a hybrid host, whose memory and pids controllers are bound to v1: the kernel offers no such file
+        assert found is None
+        with pytest.raises(OSError):
+            v2.create(300, 12)
+    assert not list(ours.glob(f"evr1-sandbox-{_maker()}-*"))  # the refused one removed too
+
+
+HELD = ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        time.sleep(60)\n"
+        "print(os.getpid(), flush=True)\ntime.sleep(60)")
+
+
+def test_a_dead_makers_cgroup2_is_killed_and_removed(real_v2: tuple[Path, Path]) -> None:
+    mount, ours = real_v2
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = ours / f"evr1-sandbox-{_pid_namespace()}.{dead.pid}-{os.getpid()}"
+    stale.mkdir()
+    deadline = Deadline(60)
+    process = Process([python_binary(), "-I", "-S", "-c", HELD], deadline, cgroups=[stale])  # joins, then starts
+    try:
+        pid = int(process.readline(1 << 10))  # held here: it and its 3 children in the cgroup
+        assert len((stale / "cgroup.procs").read_text().split()) == 4
+        assert f"0::/{stale.relative_to(mount)}\n" in Path(f"/proc/{pid}/cgroup").read_text()
+        assert Cgroups("cgroup v2", {"v2": ours}).sweep() == [stale]  # cgroup.kill, then rmdir once all are gone
+        assert process.wait() == -9 and not stale.exists()
+    finally:
+        if stale.exists():  # the test failed: end what runs there
+            (stale / "cgroup.kill").write_text("1")
+        process.close()
+        deadline.close()

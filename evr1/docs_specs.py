@@ -132,7 +132,7 @@ def render() -> str:
     lines = [
         "# Spec reference",
         "",
-        f"Generated from the specs by `{COMMAND}` (from `evr1/specs.py` and `evr1/experiment.py`); do not edit",
+        f"Generated from the specs by `{COMMAND}` (from `evr1/specs/` and `evr1/experiment.py`); do not edit",
         "by hand. After adding or changing a spec field, run that command; `tests/test_docs_specs.py` fails while",
         "this file is stale. Set a field with `evr1 run NAME --set PATH=VALUE` (a key of a dict field:",
         "`--set reward.routes.open_ended=open_ended_judge`). Types are as declared (`int (gt=0)`: an int > 0;",

@@ -25,8 +25,11 @@ NOT_SPEC = re.compile(r"\.(mdb|jsonl?|py|md|png)$")  # file names such as data.m
 
 
 def _spans(path: Path) -> list[tuple[int, str]]:
-    return [(n, code) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-            for code in CODE.findall(line)]
+    return [
+        (n, code)
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for code in CODE.findall(line)
+    ]
 
 
 def _slug(heading: str) -> str:
@@ -88,9 +91,12 @@ def test_repository_paths_in_code_spans_exist(doc: Path) -> None:
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_spec_paths_name_real_fields(doc: Path) -> None:
-    bad = [f"{doc.name}:{line}: {path}: {why}"
-           for line, code in _spans(doc) for path in SPEC_PATH.findall(code)
-           if not NOT_SPEC.search(path) and (why := _field_type(Experiment, path.split(".")))]
+    bad = [
+        f"{doc.name}:{line}: {path}: {why}"
+        for line, code in _spans(doc)
+        for path in SPEC_PATH.findall(code)
+        if not NOT_SPEC.search(path) and (why := _field_type(Experiment, path.split(".")))
+    ]
     assert bad == []
 
 

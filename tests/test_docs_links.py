@@ -1,8 +1,9 @@
 """README.md and docs/*.md point at things that exist: relative links (and their #anchors), repository paths
-named in code spans, and the spec fields named as `section.field` paths."""
+and `evr1.module.name` objects named in code spans, and the spec fields named as `section.field` paths."""
 
 from __future__ import annotations
 
+import ast
 import re
 import types
 import typing
@@ -21,6 +22,7 @@ CODE = re.compile(r"`([^`\n]+)`")
 REPO_PATH = re.compile(r"(?<![\w./~-])((?:evr1|benchmarks|experiments|scripts|tests|evals|docs)/[\w./*-]*)")
 EXAMPLES = {"experiments/my_exp.py", "experiments/NAME.py", "experiments/split.py"}  # a user's files, not ours
 SPEC_PATH = re.compile(r"(?<![\w./$-])((?:" + "|".join(Experiment.model_fields) + r")(?:\.\w+)+)")
+DOTTED = re.compile(r"(?<![\w./-])(evr1(?:\.\w+)+)")
 NOT_SPEC = re.compile(r"\.(mdb|jsonl?|py|md|png)$")  # file names such as data.mdb
 
 
@@ -52,6 +54,33 @@ def _broken_link(doc: Path, target: str) -> str | None:
     if anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
         return f"{target}: no heading #{anchor} in {dest.relative_to(ROOT)}"
     return None
+
+
+def _top_level_names(module: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(module.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _missing_object(dotted: str) -> str | None:
+    """None when `evr1.a.b` is a module or package of this tree, or `evr1.a.b.name` one defined in a module."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        base = ROOT.joinpath(*parts[:i])
+        module = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if module.is_file():
+            rest = parts[i:]
+            if not rest:
+                return None
+            return None if rest[0] in _top_level_names(module) else f"{'.'.join(parts[:i])} defines no {rest[0]!r}"
+    return "no such module"
 
 
 def _field_type(model: type[BaseModel], path: list[str]) -> str | None:
@@ -100,11 +129,26 @@ def test_spec_paths_name_real_fields(doc: Path) -> None:
     assert bad == []
 
 
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_evr1_objects_in_code_spans_exist(doc: Path) -> None:
+    bad = [
+        f"{doc.name}:{line}: {name}: {why}"
+        for line, code in _spans(doc)
+        for name in DOTTED.findall(code)
+        if (why := _missing_object(name.rstrip(".")))
+    ]
+    assert bad == []
+
+
 def test_the_checks_catch_what_they_look_for() -> None:
     readme = ROOT / "README.md"
     assert _broken_link(readme, "docs/rewards.md#the-code-sandbox") is None
     assert "no heading #no-such" in _broken_link(readme, "docs/rewards.md#no-such")
     assert "no file" in _broken_link(readme, "docs/nothing.md")
+    assert _missing_object("evr1.algos.objective.actor_objective") is None
+    assert _missing_object("evr1.registry") is None
+    assert _missing_object("evr1.algos.objective.nothing") == "evr1.algos.objective defines no 'nothing'"
+    assert _missing_object("evr1.nothing.x") == "evr1 defines no 'nothing'"
     assert _slug("Settings (`RewardSpec`)") == "settings-rewardspec"
     assert _field_type(Experiment, ["reward", "routes", "open_ended"]) is None
     assert _field_type(Experiment, ["model", "lora", "rank"]) is None  # through `LoraSpec | None`

@@ -1,5 +1,6 @@
 """README.md and docs/*.md point at things that exist: relative links (and their #anchors), repository paths
-and `evr1.module.name` objects named in code spans, and the spec fields named as `section.field` paths."""
+and `evr1.module.name` objects named in code spans, the spec fields named as `section.field` paths, and the counts
+of problem types and benchmarks."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 from pydantic import BaseModel
 
 from evr1.experiment import Experiment
+from evr1.problem_types import ProblemType
+from evr1.registry import BENCHMARKS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -138,6 +141,15 @@ def test_evr1_objects_in_code_spans_exist(doc: Path) -> None:
         if (why := _missing_object(name.rstrip(".")))
     ]
     assert bad == []
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_counts_of_problem_types_and_benchmarks_are_the_registries(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    types = re.findall(r"(?:all |the )?(\d+) (?:canonical )?(?:problem )?types\b", text)
+    benchmarks = re.findall(r"\b(\d+) (?:video )?benchmarks\b(?! lmms-eval has)", text)
+    assert {int(n) for n in types} <= {len(ProblemType)}
+    assert {int(n) for n in benchmarks} <= {len(BENCHMARKS.names())}
 
 
 def test_the_checks_catch_what_they_look_for() -> None:

@@ -152,6 +152,14 @@ def test_counts_of_problem_types_and_benchmarks_are_the_registries(doc: Path) ->
     assert {int(n) for n in benchmarks} <= {len(BENCHMARKS.names())}
 
 
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_make_targets_named_exist(doc: Path) -> None:
+    targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(encoding="utf-8"), re.MULTILINE))
+    named = {t for _, code in _spans(doc) for t in re.findall(r"^make ([\w-]+)", code)}
+    named |= set(re.findall(r"^make ([\w-]+)", doc.read_text(encoding="utf-8"), re.MULTILINE))
+    assert named <= targets
+
+
 def test_the_checks_catch_what_they_look_for() -> None:
     readme = ROOT / "README.md"
     assert _broken_link(readme, "docs/rewards.md#the-code-sandbox") is None

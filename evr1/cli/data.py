@@ -16,7 +16,7 @@ console = Console(highlight=False, soft_wrap=True)
 errors_out = Console(stderr=True, highlight=False, soft_wrap=True)
 
 _MODALITIES = ("video", "image", "video+image", "text")
-FilesArg = Annotated[list[Path], typer.Argument(help="JSON/JSONL record files or folders of them.")]
+FilesArg = Annotated[list[Path], typer.Argument(help="Record files (JSON, JSONL, Parquet), saved datasets folders, or folders of them.")]
 MaxShown = Annotated[int, typer.Option(help="Show at most this many problems of each kind.")]
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from evr1.eval import aggregate as agg
 from evr1.eval.aggregate import Aggregate, Aggregator
 from evr1.eval.official_judge import mmvu_judge, videoreason_judge
+from evr1.eval.official_spans import charades_span
 from evr1.eval.protocols import Official
 from evr1.rewards import extract_answer
 from evr1.rewards.geometry import box_iou, interval_iou
@@ -130,12 +131,12 @@ def span_iou(pred: tuple[float, float] | None, truth: tuple[float, float]) -> fl
 
 
 def charades_item(row: Row) -> float:
-    """The IoU of the answer's [start, end] as given with the reference span."""
-    text = extract_answer(visible(row)).text
+    """The IoU with the reference span of the span the task's own reader takes from the whole response
+    (`evr1.eval.official_spans.charades_span`; none read: 0)."""
     truth = parse_interval(row["answer"])
     if truth is None:
         raise ValueError(f"record {row.get('id')!r}: answer {row['answer']!r} holds no span")
-    return span_iou(parse_interval(text) if text else None, (min(truth), max(truth)))
+    return span_iou(charades_span(visible(row)), (min(truth), max(truth)))
 
 
 def one_per_query(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -155,7 +156,7 @@ CHARADES = Official(
     "mIoU and R@IoU 0.3/0.5/0.7 (IoU >= R) of the predicted span as given (not clipped to the clip length); a query"
     " repeated on one video with one span counts once",
     agg.grounding(), charades_item,
-    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (IoU of the first parsed span, swapped when reversed;"
+    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (extract_time's span, swapped when reversed; its iou;"
            " predictions keyed by video, caption and timestamp)",
     counted=one_per_query,
 )

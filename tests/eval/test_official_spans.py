@@ -1,14 +1,19 @@
 """Charades-STA's official span reader (`evr1.eval.official_spans.charades_span`): a table worked by hand from the
 rules of lmms-eval 0.7.3's `extract_time`, and equality with that function itself on strings built from the pieces
-its rules react to; evr1's answer form for the benchmark reads the same in both readers."""
+its rules react to; the answer form evr1's prompt asks for reads the same in both readers."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evr1.eval.fixtures import write_fixtures
 from evr1.eval.official_spans import charades_span
+from evr1.eval.prompting import REASON_SUFFIX, question_text
+from evr1.registry import BENCHMARKS
 from evr1.rewards.grounding_parse import parse_interval
 
 
@@ -65,3 +70,11 @@ def test_evr1s_answer_form_reads_the_same_in_both_readers(start: str, end: str) 
     text = f"{start} - {end}"
     assert parse_interval(text) == (float(start), float(end))
     assert charades_span(text) == (min(float(start), float(end)), max(float(start), float(end)))
+
+
+def test_evr1s_charades_prompt_asks_for_that_form(tmp_path: Path) -> None:
+    write_fixtures(tmp_path, ["charades_sta"])
+    record = BENCHMARKS.get("charades_sta").load(tmp_path)[0]
+    assert question_text(record) == ('Find the moment in the video that matches: "a person opens a door"\n'
+                                     "Give the start and end time of the moment in seconds as: start - end.")
+    assert question_text(record, "reason").endswith(f"as: start - end.\n{REASON_SUFFIX}")

@@ -21,9 +21,10 @@ import numpy as np
 from evr1.eval import aggregate as agg
 from evr1.eval.aggregate import Aggregate, Aggregator
 from evr1.eval.official_judge import mmvu_judge, videoreason_judge
+from evr1.eval.official_spans import charades_span
 from evr1.eval.protocols import Official
 from evr1.rewards import extract_answer
-from evr1.rewards.geometry import box_iou, interval_iou
+from evr1.rewards.geometry import box_iou
 from evr1.rewards.grounding_parse import parse_interval, parse_track
 
 Row = Mapping[str, Any]
@@ -125,17 +126,23 @@ VSIBENCH = Official(
 
 
 def span_iou(pred: tuple[float, float] | None, truth: tuple[float, float]) -> float:
-    """IoU of a predicted span as given (a reversed one swapped, none clipped to the clip) with the reference span."""
-    return 0.0 if pred is None else interval_iou((min(pred), max(pred)), truth)
+    """The task's IoU of a predicted span (ordered, not clipped to the clip) with the reference span as given: the
+    overlap, min of the ends - max of the starts (at least 0), over the extent, max of the ends - min of the starts;
+    0 when the extent is not positive (two equal points too) and for no span."""
+    if pred is None:
+        return 0.0
+    start, end = min(pred), max(pred)
+    extent = max(end, truth[1]) - min(start, truth[0])
+    return 0.0 if extent <= 0 else max(0.0, min(end, truth[1]) - max(start, truth[0])) / extent
 
 
 def charades_item(row: Row) -> float:
-    """The IoU of the answer's [start, end] as given with the reference span."""
-    text = extract_answer(visible(row)).text
+    """The IoU with the reference span (as given) of the span the task's own reader takes from the whole response
+    (`evr1.eval.official_spans.charades_span`; none read: 0)."""
     truth = parse_interval(row["answer"])
     if truth is None:
         raise ValueError(f"record {row.get('id')!r}: answer {row['answer']!r} holds no span")
-    return span_iou(parse_interval(text) if text else None, (min(truth), max(truth)))
+    return span_iou(charades_span(visible(row)), truth)
 
 
 def one_per_query(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -155,7 +162,7 @@ CHARADES = Official(
     "mIoU and R@IoU 0.3/0.5/0.7 (IoU >= R) of the predicted span as given (not clipped to the clip length); a query"
     " repeated on one video with one span counts once",
     agg.grounding(), charades_item,
-    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (IoU of the first parsed span, swapped when reversed;"
+    source="lmms-eval 0.7.3 tasks/charades_sta/utils.py (extract_time's span, swapped when reversed; its iou;"
            " predictions keyed by video, caption and timestamp)",
     counted=one_per_query,
 )

@@ -30,7 +30,9 @@ def letters_phrase(count: int) -> str:
 
 
 def instruction(record: Record) -> str:
-    """What form the answer must take, by problem type."""
+    """What form the answer must take, by problem type: a form evr1's reader reads, and the official reader too where
+    evr1 reproduces one (temporal grounding: "start - end", read alike by Charades-STA's task, which reads a JSON
+    "[start, end]" as one number: `evr1.eval.official_spans`)."""
     ptype = record.problem_type
     if ptype is ProblemType.MULTIPLE_CHOICE:
         count = len(record.options) if record.options else int(record.meta.get("option_count", 4))
@@ -39,7 +41,7 @@ def instruction(record: Record) -> str:
         ProblemType.NUMERICAL: "Answer with a single number.",
         ProblemType.REGRESSION: "Answer with a single number.",
         ProblemType.BOOLEAN: "Answer yes or no.",
-        ProblemType.TEMPORAL_GROUNDING: "Give the start and end time of the moment in seconds as [start, end].",
+        ProblemType.TEMPORAL_GROUNDING: "Give the start and end time of the moment in seconds as: start - end.",
         ProblemType.SPATIAL_TEMPORAL_GROUNDING: (
             'Give the time span in seconds and the box of the target at each second as JSON: '
             '{"time": [start, end], "boxes": {"<second>": [x1, y1, x2, y2], ...}}.'

@@ -24,7 +24,7 @@ def test_fixtures_run_compare(tmp_path: Path) -> None:
     assert "wrote 5 items of 2 benchmarks" in made.stdout
     answers = tmp_path / "answers.jsonl"
     answers.write_text("\n".join(json.dumps(r) for r in [
-        {"id": "minerva/mi1", "response": "D"}, {"id": "charades_sta/c1", "response": "[1, 3]"},
+        {"id": "minerva/mi1", "response": "D"}, {"id": "charades_sta/c1", "response": "1 - 3"},
     ]) + "\n")
     first = evr1("run", "--benchmarks", "minerva,charades_sta", "--data-root", str(data),
                  "--out", str(tmp_path / "a"), "--responses", str(answers), cwd=tmp_path)

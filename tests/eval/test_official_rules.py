@@ -406,31 +406,43 @@ def test_video_mmmu_reads_letters_beyond_d_and_numbers_officially() -> None:
     assert official["score"] == pytest.approx((50 + 0) / 2)
 
 
-# -- Charades-STA: the predicted span as given ---------------------------------------------------------------------
+# -- Charades-STA: the span the task's reader takes, as given ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(("response", "iou"), [
-    ("[4, 10]", 0.25),  # past the clip's end: not trimmed (2 / 8)
-    ("[-2, 4]", 0.25),  # before 0: not trimmed (2 / 8)
-    ("[6, 4]", 0.5),  # reversed: swapped (2 / 4)
-    ("From 2 to 6 seconds.", 1.0), ("", 0.0), (None, 0.0), ("somewhere", 0.0),
-    ("[2, 2]", 0.0),  # a point
+    ("4 - 10", 0.25),  # past the clip's end: not trimmed (2 / 8)
+    ("6 - 4", 0.5),  # reversed: swapped (2 / 4)
+    ("-2 - 4", 0.5),  # the reader takes no sign: 2 - 4 (2 / 4)
+    ("From 2 to 6 seconds.", 1.0), ("0:02 - 0:06", 1.0), ("<think>maybe 0 - 1</think>2 - 6", 1.0),
+    ("[2, 6]", 0.0),  # one number read (2): no span
+    ("", 0.0), (None, 0.0), ("somewhere", 0.0),
+    ("2 - 2", 0.0),  # a point
 ])
 def test_charades_iou_of_the_span_as_given(response: str | None, iou: float) -> None:
     assert rules.charades_item(row({"time": [2.0, 6.0]}, response, ptype="temporal_grounding")) == pytest.approx(iou)
 
 
+def test_charades_reference_as_given() -> None:
+    """The task's IoU takes the reference span as given: reversed, [6, 2] against 2 - 6 overlaps by
+    max(0, min(6, 2) - max(2, 6)) = 0; a point reference against the same point has no extent: 0."""
+    assert rules.charades_item(row({"time": [6.0, 2.0]}, "2 - 6", ptype="temporal_grounding")) == 0.0
+    assert rules.charades_item(row({"time": [3.0, 3.0]}, "3 - 3", ptype="temporal_grounding")) == 0.0
+
+
+SPAN_ENDS = st.one_of(st.floats(-50, 50), st.integers(-5, 5).map(float))  # small integers: shared ends, points
+
+
 @settings(max_examples=80, deadline=None)
-@given(a=st.floats(-50, 50), b=st.floats(-50, 50), c=st.floats(0, 40), d=st.floats(0.1, 20))
+@given(a=SPAN_ENDS, b=SPAN_ENDS, c=SPAN_ENDS, d=SPAN_ENDS)
 def test_span_iou_equals_lmms_evals_charades_iou(a: float, b: float, c: float, d: float) -> None:
     from lmms_eval.tasks.charades_sta import utils as reference
 
     pred = [a, b] if b > a else [b, a]  # the order its extract_time gives
-    assert rules.span_iou((a, b), (c, c + d)) == pytest.approx(reference.iou((c, c + d), pred), abs=1e-12)
+    assert rules.span_iou((a, b), (c, d)) == reference.iou((c, d), pred)
 
 
 def test_charades_official_table() -> None:
-    rows = [row({"time": [2.0, 6.0]}, r, ptype="temporal_grounding") for r in ("[2, 6]", "[4, 10]", "[3, 6]", "")]
+    rows = [row({"time": [2.0, 6.0]}, r, ptype="temporal_grounding") for r in ("2 - 6", "4 - 10", "3 - 6", "")]
     official = block(BENCHMARKS.get("charades_sta"), rows, "official")
     # IoUs 1, 0.25, 0.75, 0
     assert official["metrics"] == pytest.approx({"mIoU": 50.0, "R@0.3": 50.0, "R@0.5": 50.0, "R@0.7": 50.0})

@@ -147,7 +147,7 @@ def vsibench_process_results(doc: Doc, results: Sequence[Any]) -> dict[str, Row]
     return {"vsibench_overall": item, f"{item['meta']['task']}_{kind}": item}
 
 
-# -- Charades-STA: one IoU per item (no de-duplication by caption), mIoU and R@IoU -----------------
+# -- Charades-STA: mIoU and R@IoU of the official block (the stock reader, repeated queries once) --
 
 
 charades_process_results = official_results("charades_sta_IOU@3", "charades_sta_IOU@5", "charades_sta_IOU@7",

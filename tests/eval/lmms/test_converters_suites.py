@@ -46,8 +46,9 @@ TABLE = {
     # object_rel_direction: easy 2/2, medium wrong (C), hard right.
     "vsibench/1": "4", "vsibench/2": "2.5", "vsibench/3": "B", "vsibench/4": "unsure",
     "vsibench/5": "A", "vsibench/6": "B.", "vsibench/7": "A", "vsibench/8": "A",
-    # IoUs 1, 1/2 ([1, 2] vs [0, 2]), 0.
-    "charades_sta/c1": "The event happens in 1.0 - 3.0 seconds.", "charades_sta/c2": "[1, 2]", "charades_sta/c3": "no idea",
+    # IoUs 1, 1/2 (1 - 2 vs [0, 2]), 0 (no span).
+    "charades_sta/c1": "The event happens in 1.0 - 3.0 seconds.", "charades_sta/c2": "From 1 to 2 seconds.",
+    "charades_sta/c3": "no idea",
     # backward EPM right, ASI empty -> 50; realtime STU right -> 100; forward REC 1/2, SSR 1/2 -> 50.
     "ovobench/1": "B", "ovobench/2": "", "ovobench/3": "A",
     "ovobench/4/0": "1", "ovobench/4/1": "3", "ovobench/5/0": "No.", "ovobench/5/1": "maybe",

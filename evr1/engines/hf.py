@@ -67,6 +67,17 @@ class HFEngine:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    # -- scoring ---------------------------------------------------------------------------
+    @torch.no_grad()
+    def choice_logits(self, prompts: Sequence[Prompt], token_ids: Sequence[int]) -> torch.Tensor:
+        """`(len(prompts), len(token_ids))` float32: each prompt's next-token logits (at its last position, one
+        left-padded forward of the batch) at `token_ids`, for answers chosen among candidate tokens."""
+        model = self.model
+        batch = collate(prompts, self.pad_id, model.config).to(self.device)
+        positions, _ = rope_positions(model, batch)
+        out = model(**batch.model_inputs(model.dtype), position_ids=positions, use_cache=False, logits_to_keep=1)
+        return out.logits[:, -1].float()[:, list(token_ids)].cpu()
+
     # -- generation -----------------------------------------------------------------------
     @torch.no_grad()
     def generate(self, prompts: Sequence[Prompt], params: SamplingParams) -> list[RolloutResult]:

@@ -198,10 +198,26 @@ def run_loaded(loaded: Sequence[Loaded], responder: Responder, run_dir: str | Pa
     return write_run(run_dir, results)
 
 
+def require_choices(loaded: Sequence[Loaded], responder: Responder, protocol: Protocol) -> None:
+    """A ConfigError when a model is to answer a benchmark whose official headline chooses answers by the model's
+    logits (LiveSports-3K) and the model's engine gives none. vLLM could (a one-token request restricted to the
+    candidate tokens, `allowed_token_ids`, greedy: its token is their arg-max), but evr1's vLLM engine does not ask."""
+    if protocol != "official" or not isinstance(responder, EngineResponder) or responder.chooses:
+        return
+    for b in loaded:
+        if b.bench.official is not None and b.bench.official.choice is not None:
+            raise ConfigError(f"benchmark {b.bench.name!r}: its official scorer chooses each answer by the model's logits"
+                              f" over the option letters, which the {type(responder.engine).__name__} engine does not"
+                              " give: evaluate it with the HF engine (`--engine hf`), or choose the strict headline"
+                              " (`--protocol strict`): its official block is then unavailable")
+
+
 def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, benchmarks: Sequence[str] | None = None,
              data_root: str | Path | None = None) -> dict[str, Any]:
-    """Evaluate (or resume) the benchmarks of `spec` (or `benchmarks`) and write the run's reports."""
+    """Evaluate (or resume) the benchmarks of `spec` (or `benchmarks`) and write the run's reports (`require_choices`
+    first)."""
     loaded = load_benchmarks(spec, benchmarks, data_root)
+    require_choices(loaded, responder, spec.protocol)
     options = RunOptions(spec.batch_size, spec.media_workers, spec.prefetch)
     return run_loaded(loaded, responder, run_dir, run_settings(spec, responder), options, spec.protocol)
 

@@ -21,6 +21,7 @@ import numpy as np
 from evr1.eval import aggregate as agg
 from evr1.eval.aggregate import Aggregate, Aggregator
 from evr1.eval.official_judge import mmvu_judge, videoreason_judge
+from evr1.eval.official_logits import LIVECC, choice_item
 from evr1.eval.official_spans import charades_span
 from evr1.eval.protocols import Official
 from evr1.rewards import extract_answer
@@ -232,9 +233,12 @@ def with_ocr(base: Aggregator) -> Aggregator:
 
 
 LIVESPORTS = Official(
-    "accuracy, by question type, with the OCR accuracy sub-score",
-    with_ocr(agg.accuracy("category")),
-    source="showlab/livecc evaluation/livesports3kqa (accuracy by q_type and by OCR)",
+    "accuracy of the answers chosen by the model's logits over the option letters, by question type, with the OCR"
+    " accuracy sub-score",
+    with_ocr(agg.accuracy("category")), choice_item,
+    source="showlab/livecc commit fdaa91e evaluation/livesports3kqa/distributed_evaluate_livesports3kqa.py (accuracy by"
+           " q_type and by OCR) and evaluation/distributed_mcq_predictor.py (the choice by logits)",
+    choice=LIVECC,
 )
 
 def videoreason_item(row: Row) -> float:

@@ -8,14 +8,17 @@
   every denominator), the rows its aggregation counts where it merges items (`Official.counted`) and its
   aggregation; where the scorer asks an LLM judge with its own prompt, its judge step
   (`Official.judge`, run when the answer is scored: `evr1.eval.official_judge`; the row's `official` holds its
-  result for the item rule). A benchmark without an item rule scores its items as `strict`
+  result for the item rule); where it chooses answers by the model's logits over the option letters, its choice
+  (`Official.choice`, made when the model runs: `evr1.eval.official_logits`; given responses hold none, and the
+  block is then unavailable). A benchmark without an item rule scores its items as `strict`
   does; without an `Official` at all, its official block is the strict one (docs/benchmarks.md says which).
 
 A block, as `results.json` holds it under `protocols`: the headline `score`, `metric` (what the headline is),
 `metrics`, `breakdowns` (`{key: {label: {score, n}}}`), `n` (items counted), `failed` and `unparsed` (among the
 items counted; unparsed: evr1's reader found no answer of the problem type's form) and `dropped` (items the
 protocol leaves out of its denominators). An official block whose scorer needs a judge, in a run with none (a `strict`
-headline), has no numbers (`score` None) and says why under `unavailable`.
+headline), or whose scorer chooses by logits, in samples holding no choice, has no numbers (`score` None) and says
+why under `unavailable`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evr1.errors import Evr1Error
 from evr1.eval.aggregate import Aggregator
+from evr1.eval.official_logits import LogitChoice, missing_choice
 
 if TYPE_CHECKING:
     from evr1.data.records import Record
@@ -53,6 +57,7 @@ class Official:
     # no step (the item rule scores without it)
     counted: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None  # of the kept rows (in record order),
     # those its aggregation counts, where it merges items (Charades-STA: one per repeated query); the rest are dropped
+    choice: LogitChoice | None = None  # the answer is chosen by the model's logits (LiveSports-3K); `item` reads it
 
 
 def official_rows(bench: Benchmark, rows: Sequence[Row]) -> tuple[list[dict[str, Any]], int]:
@@ -75,12 +80,15 @@ def needs_official_judge(bench: Benchmark) -> bool:
     return bench.official is not None and bench.official.judge is not None and not bench.official.judge_optional
 
 
-def unavailable(bench: Benchmark) -> dict[str, Any]:
-    """The official block of a run without the judge its official scorer needs: no numbers, `unavailable` says why."""
+NO_JUDGE = ("the official scorer asks an LLM judge about every answer and no judge was set (eval.judge.base_url /"
+            " model): score these samples again with one for official numbers")
+
+
+def unavailable(bench: Benchmark, why: str = NO_JUDGE) -> dict[str, Any]:
+    """An official block that cannot be computed (no judge, by default): no numbers, `unavailable` says `why`."""
     return {"score": None, "metric": bench.official.metric if bench.official else bench.metric, "metrics": {},
             "breakdowns": {}, "n": 0, "failed": 0, "unparsed": 0, "dropped": 0,
-            "unavailable": "the official scorer asks an LLM judge about every answer and no judge was set"
-                           " (eval.judge.base_url / model): score these samples again with one for official numbers"}
+            "unavailable": why}
 
 
 def block(bench: Benchmark, rows: Sequence[Row], protocol: Protocol) -> dict[str, Any]:
@@ -103,9 +111,13 @@ def block(bench: Benchmark, rows: Sequence[Row], protocol: Protocol) -> dict[str
 
 def blocks(bench: Benchmark, rows: Sequence[Row], judged: bool = True) -> dict[str, dict[str, Any]]:
     """Both protocols' blocks of `rows`; `judged` False: no judge was set, so an official block that needs one is
-    `unavailable`."""
-    found = {p: block(bench, rows, p) for p in PROTOCOLS if judged or p != "official" or not needs_official_judge(bench)}
-    return {"official": found.get("official") or unavailable(bench), "strict": found["strict"]}
+    `unavailable`, as is one choosing by logits over rows without the choice."""
+    choice = bench.official.choice if bench.official is not None else None
+    why = missing_choice(choice, rows) if choice is not None else None
+    if not judged and needs_official_judge(bench):
+        why = NO_JUDGE
+    return {"official": unavailable(bench, why) if why else block(bench, rows, "official"),
+            "strict": block(bench, rows, "strict")}
 
 
 def protocol_block(result: Mapping[str, Any], protocol: Protocol, where: str) -> Mapping[str, Any]:

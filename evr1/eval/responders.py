@@ -2,7 +2,9 @@
 
 A responder `prepare`s one record (media from the cache or decoded live, prompt built with
 `evr1.models.build_prompt`) in a worker thread, and `respond`s to a batch of prepared samples on
-the main thread. A sample whose preparation fails carries the error and is scored 0.
+the main thread. A sample whose preparation fails carries the error and is scored 0. A responder that `chooses`
+(a model whose engine gives logits) also prepares, when asked, the prompt of an official choice by logits
+(`evr1.eval.official_logits`) and makes the choices of a batch (`choose`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evr1.data.records import Record
+from evr1.eval.official_logits import LogitChoice
 from evr1.eval.prompting import PromptMode, prompt_hash, question_text
 from evr1.rewards.contract import Shown
 
@@ -26,6 +29,7 @@ class Prepared:
     error: str | None = None
     shown: Shown | None = None  # what the model saw (clip-clock frame times, sizes) and its box units
     cache_hits: int = 0
+    choice_prompt: Any = None  # the prompt of the official choice by logits, when asked for one
 
     @property
     def prompt_hash(self) -> str:
@@ -48,7 +52,9 @@ def too_long(prompt: Any, limit: int | None) -> str | None:
 
 
 class Responder(Protocol):
-    def prepare(self, record: Record) -> Prepared: ...
+    chooses: bool  # whether it makes official choices by logits (`prepare(..., choice=)` and `choose`)
+
+    def prepare(self, record: Record, choice: LogitChoice | None = None) -> Prepared: ...
 
     def respond(self, batch: Sequence[Prepared]) -> list[str]: ...
 
@@ -64,12 +70,13 @@ class ScriptedResponder:
     mode: PromptMode = "direct"
     default: str | None = ""
     asked: list[str] = field(default_factory=list)
+    chooses = False  # given responses hold no logits
 
     def response(self, record_id: str) -> str | None:
         given = self.responses.get(record_id)
         return self.default if given is None else given
 
-    def prepare(self, record: Record) -> Prepared:
+    def prepare(self, record: Record, choice: LogitChoice | None = None) -> Prepared:
         error = "no response given" if self.response(record.id) is None else None
         return Prepared(record, question_text(record, self.mode), error=error)
 
@@ -92,18 +99,32 @@ class EngineResponder:
         self.mode, self.model, self.max_prompt_tokens = mode, model, max_prompt_tokens
         self.box_units = box_units_of(processor)
 
-    def prepare(self, record: Record) -> Prepared:
+    @property
+    def chooses(self) -> bool:
+        """Whether its engine gives next-token logits (`choice_logits`: the HF engine)."""
+        return callable(getattr(self.engine, "choice_logits", None))
+
+    def prepare(self, record: Record, choice: LogitChoice | None = None) -> Prepared:
+        """The generation prompt of `record` and, with `choice`, the prompt of its official choice (same media)."""
         from evr1.data.prompting import shown_of
-        from evr1.models import chat_messages
+        from evr1.models import build_prompt, chat_messages
 
         question = question_text(record, self.mode)
+        kinds = [m.kind for m in record.media]
         try:
-            messages = chat_messages(question, [m.kind for m in record.media])
-            prompt, media = media_prompt(self.processor, self.loader, messages, record.media, record.id)
+            prompt, media = media_prompt(self.processor, self.loader, chat_messages(question, kinds), record.media, record.id)
+            chosen = None if choice is None else build_prompt(
+                self.processor, chat_messages(choice.question(record), kinds), [m.processor_inputs() for m in media],
+                answer_prefix=choice.answer_prefix)
         except Exception as exc:  # noqa: BLE001 - this sample fails (bad video, prompt error); the run goes on
             return Prepared(record, question, error=f"{type(exc).__name__}: {exc}")
-        return Prepared(record, prompt.text, prompt, shown=shown_of(media, self.box_units),
+        return Prepared(record, prompt.text, prompt, shown=shown_of(media, self.box_units), choice_prompt=chosen,
                         cache_hits=sum(m.cache_hit for m in media), error=too_long(prompt, self.max_prompt_tokens))
+
+    def choose(self, batch: Sequence[Prepared], choice: LogitChoice) -> list[dict[str, Any]]:
+        """The official choice of each sample of `batch` (prepared with `choice`), as its row `official` holds it."""
+        logits = self.engine.choice_logits([p.choice_prompt for p in batch], choice.candidates(self.processor))
+        return [choice.made(row) for row in logits.tolist()]
 
     def respond(self, batch: Sequence[Prepared]) -> list[str]:
         results = self.engine.generate([p.prompt for p in batch], self.params)

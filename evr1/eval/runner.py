@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +32,7 @@ from evr1.data.records import Record
 from evr1.errors import Evr1Error
 from evr1.eval.benchmark import Benchmark
 from evr1.eval.official_judge import official_judged, officially_asked
+from evr1.eval.official_logits import LogitChoice
 from evr1.eval.protocols import Protocol, blocks
 from evr1.eval.responders import Prepared, Responder
 from evr1.problem_types import ProblemType
@@ -267,6 +269,25 @@ def generate(responder: Responder, batch: Sequence[Prepared]) -> tuple[dict[str,
     return responses, errors
 
 
+def official_choices(responder: Responder, choice: LogitChoice, batch: Sequence[Prepared]) -> dict[str, dict[str, Any]]:
+    """The official choice by logits of each sample of `batch` by id (`{"error": ...}` where it failed): a batch the
+    responder fails on is retried one sample at a time, as `generate` does."""
+    if not batch:
+        return {}
+    try:
+        return dict(zip((p.record.id for p in batch), responder.choose(batch, choice), strict=True))
+    except Exception as exc:  # noqa: BLE001 - one failing sample must not stop the benchmark; it is recorded
+        if len(batch) == 1:
+            return {batch[0].record.id: {"error": f"official choice failed: {type(exc).__name__}: {exc}"}}
+    return {k: v for p in batch for k, v in official_choices(responder, choice, [p]).items()}
+
+
+def chooser(bench: Benchmark, responder: Responder) -> LogitChoice | None:
+    """The official choice by logits the runner asks `responder` for on `bench` (None: none, or it cannot make one)."""
+    choice = bench.official.choice if bench.official is not None else None
+    return choice if choice is not None and getattr(responder, "chooses", False) else None
+
+
 def officially_judged(bench: Benchmark, row: Mapping[str, Any], judge: JudgeSpec) -> bool:
     """Whether `row` holds what its benchmark's official judge step gives with `judge` (a row without a response needs
     none, nor one of an optional step without a judge; one whose judge was unreachable, or one scored before the step
@@ -290,21 +311,26 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
                 router: RewardRouter, options: RunOptions, scorer: str | None = None) -> dict[str, dict[str, Any]]:
     """Generate and score every record not yet in `samples`, or whose row there failed or was scored under other
     scoring settings than `scorer` (the judge's): such rows are scored again on their stored response when
-    it was generated from the same prompt, else generated again. Returns the row of every id.
+    it was generated from the same prompt, else generated again. Where the official scorer chooses by logits and the
+responder can (`chooser`), each prepared sample's choice is made and kept in its row's `official`; a row without
+one is done again (its response kept). Returns the row of every id.
 
     The progress bar (`options.progress`) counts the records done (resumed ones included) and the failed ones."""
     from tqdm import tqdm
 
     samples.parent.mkdir(parents=True, exist_ok=True)
     rows = read_samples(samples, sid)
+    choice = chooser(bench, responder)
     todo = [r for r in records if r.id not in rows or rows[r.id].get("error") or rows[r.id].get("scorer_id") != scorer
-            or not officially_judged(bench, rows[r.id], router.spec.judge)]
+            or not officially_judged(bench, rows[r.id], router.spec.judge)
+            or (choice is not None and "choice" not in (rows[r.id].get("official") or {}))]
     retried = {r.id: rows[r.id] for r in todo if r.id in rows}
     failures_in_row = failed = 0
     bar = tqdm(total=len(records), initial=len(records) - len(todo), desc=bench.name, unit="sample",
                disable=None if options.progress is None else not options.progress)
     with bar, samples.open("a", encoding="utf-8") as out:
-        prepared = prefetched(todo, responder.prepare, options.media_workers, options.prefetch)
+        prepare = partial(responder.prepare, choice=choice) if choice is not None else responder.prepare
+        prepared = prefetched(todo, prepare, options.media_workers, options.prefetch)
         for batch in batched(prepared, options.batch_size):
             ready = [p for p in batch if p.error is None]
             responses = {p.record.id: text for p in ready if (text := stored_response(retried.get(p.record.id), p)) is not None}
@@ -316,10 +342,11 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
             scores = dict(zip((p.record.id for p in answered), scored))
             judged = dict(zip((p.record.id for p in answered), official_judged(
                 bench, [p.record for p in answered], [responses[p.record.id] for p in answered], router.spec.judge)))
+            chosen = official_choices(responder, choice, ready) if choice is not None else {}
             for p in batch:
                 done = replace(p, error=p.error or errors.get(p.record.id))
-                row = _row(bench, done, responses.get(p.record.id), scores.get(p.record.id), sid, scorer,
-                           judged.get(p.record.id))
+                official = {**(judged.get(p.record.id) or {}), **chosen.get(p.record.id, {})} or None
+                row = _row(bench, done, responses.get(p.record.id), scores.get(p.record.id), sid, scorer, official)
                 rows[row["id"]] = row
                 out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
                 failed += bool(row["error"])

@@ -474,8 +474,10 @@ def test_stvg_viou_by_hand() -> None:
 
 
 def test_livesports_ocr_sub_score() -> None:
-    rows = [row("A", "A", 1, category="who", ocr=1), row("A", "C", 0, category="who", ocr=1),
-            row("B", "B", 1, category="when", ocr=0)]
+    # the official item is the choice by logits (row `official`), not the generated text: the texts here say otherwise
+    rows = [{**row("A", "B", 0, category="who", ocr=1), "official": {"choice": "A"}},
+            {**row("A", "A", 1, category="who", ocr=1), "official": {"choice": "C"}},
+            {**row("B", "D", 0, category="when", ocr=0), "official": {"choice": "B"}}]
     official = block(BENCHMARKS.get("livesports3k_qa"), rows, "official")
     assert official["metrics"] == pytest.approx({"accuracy": 200 / 3, "OCR": 50.0, "non-OCR": 100.0})
     assert official["breakdowns"]["ocr"] == {"0": {"score": 100.0, "n": 1}, "1": {"score": 50.0, "n": 2}}

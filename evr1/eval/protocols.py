@@ -109,15 +109,19 @@ def block(bench: Benchmark, rows: Sequence[Row], protocol: Protocol) -> dict[str
     }
 
 
-def blocks(bench: Benchmark, rows: Sequence[Row], judged: bool = True) -> dict[str, dict[str, Any]]:
-    """Both protocols' blocks of `rows`; `judged` False: no judge was set, so an official block that needs one is
+def official_block(bench: Benchmark, rows: Sequence[Row], judged: bool = True) -> dict[str, Any]:
+    """The official block of `rows`; `judged` False: no judge was set, so an official block that needs one is
     `unavailable`, as is one choosing by logits over rows without the choice."""
     choice = bench.official.choice if bench.official is not None else None
     why = missing_choice(choice, rows) if choice is not None else None
     if not judged and needs_official_judge(bench):
         why = NO_JUDGE
-    return {"official": unavailable(bench, why) if why else block(bench, rows, "official"),
-            "strict": block(bench, rows, "strict")}
+    return unavailable(bench, why) if why else block(bench, rows, "official")
+
+
+def blocks(bench: Benchmark, rows: Sequence[Row], judged: bool = True) -> dict[str, dict[str, Any]]:
+    """Both protocols' blocks of `rows` (`official_block`, `block`)."""
+    return {"official": official_block(bench, rows, judged), "strict": block(bench, rows, "strict")}
 
 
 def protocol_block(result: Mapping[str, Any], protocol: Protocol, where: str) -> Mapping[str, Any]:

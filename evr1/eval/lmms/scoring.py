@@ -192,10 +192,12 @@ def fraction(rows: Sequence[Mapping[str, Any]]) -> float:
 
 
 def official(bench: Benchmark, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The official protocol's block of `rows` (`evr1.eval.protocols`): the numbers the lmms-eval path reports."""
-    from evr1.eval.protocols import block
+    """The official protocol's block of `rows` (`evr1.eval.protocols`): the numbers the lmms-eval path reports. Where
+    the official scorer chooses answers by logits (LiveSports-3K) the generated texts hold none: the block is
+    unavailable, its numbers NaN (`aggregate`)."""
+    from evr1.eval.protocols import official_block
 
-    return block(bench, rows, "official")
+    return official_block(bench, rows)
 
 
 def official_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -208,8 +210,9 @@ def official_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> float:
-    """The benchmark's headline under the official protocol (percent)."""
-    return official(benchmark_of(rows[0]["benchmark"]), rows)["score"]
+    """The benchmark's headline under the official protocol (percent; NaN where it is unavailable)."""
+    score = official(benchmark_of(rows[0]["benchmark"]), rows)["score"]
+    return float("nan") if score is None else score
 
 
 def official_fraction(rows: Sequence[Mapping[str, Any]]) -> float:

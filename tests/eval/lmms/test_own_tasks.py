@@ -7,6 +7,7 @@ hand-computed ones there and those of `evr1.eval.api.evaluate` on the same fixtu
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,6 +88,10 @@ def test_lmms_numbers_equal_evr1_evaluator(own_root: Path, bound: Path, offline:
                     benchmarks=OWN, data_root=own_root)["benchmarks"]
     for name in OWN:  # lmms-eval reports the official protocol; the strict numbers are expected.py's
         headline = got[f"evr1_{name}"][f"{name},none"]
+        if name == "livesports3k_qa":  # its official answers are chosen by logits, which generated texts lack
+            assert math.isnan(headline) and ours[name]["score"] is None, headline
+            assert ours[name]["protocols"]["strict"]["score"] == pytest.approx(CASES[name]["score"], abs=1e-9)
+            continue
         assert headline == pytest.approx(ours[name]["protocols"]["official"]["score"], abs=1e-9) and headline == ours[name]["score"], name
         assert ours[name]["protocols"]["strict"]["score"] == pytest.approx(CASES[name]["score"], abs=1e-9), name
     for metric in ("m_tIoU", "vIoU@0.3", "vIoU@0.5"):  # HC-STVG's sub-scores

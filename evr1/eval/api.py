@@ -22,6 +22,7 @@ from typing import Any
 from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error, known_list
 from evr1.eval.benchmark import Benchmark
+from evr1.eval.prompting import LETTERS
 from evr1.eval.protocols import Protocol, needs_official_judge
 from evr1.eval.report import write_run
 from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder
@@ -222,12 +223,15 @@ def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, bench
     return run_loaded(loaded, responder, run_dir, run_settings(spec, responder), options, spec.protocol)
 
 
-def read_responses(path: str | Path) -> dict[str, str | None]:
-    """`{id: response}` of a JSONL file of `{"id": ..., "response": text or null}` rows; errors name the line."""
+def read_responses(path: str | Path) -> tuple[dict[str, str | None], dict[str, str]]:
+    """`{id: response}` of a JSONL file of `{"id": ..., "response": text or null}` rows, and `{id: letter}` of the
+    rows that also carry `"official_choice"`: the option letter an official scorer choosing by logits picked
+    (LiveSports-3K: `evr1.eval.official_logits`), recorded where the model ran; errors name the line."""
     path = Path(path)
     if not path.is_file():
         raise Evr1Error(f"responses file {path} does not exist")
     table: dict[str, str | None] = {}
+    choices: dict[str, str] = {}
     lines: dict[str, int] = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -243,7 +247,12 @@ def read_responses(path: str | Path) -> dict[str, str | None]:
         if rid in table:
             raise Evr1Error(f"{path}:{number}: id {rid!r} again (first at line {lines[rid]})")
         table[rid], lines[rid] = row["response"], number
-    return table
+        if "official_choice" in row:
+            choice = row["official_choice"]
+            if not (isinstance(choice, str) and len(choice) == 1 and choice in LETTERS):
+                raise Evr1Error(f"{path}:{number}: official_choice must be one option letter (A, B, ...), got {choice!r}")
+            choices[rid] = choice
+    return table, choices
 
 
 def check_response_ids(table: Mapping[str, Any], loaded: Sequence[Loaded], path: str | Path) -> None:
@@ -267,13 +276,13 @@ def evaluate_responses(spec: EvalSpec, responses: str | Path, run_dir: str | Pat
                        benchmarks: Sequence[str] | None = None, data_root: str | Path | None = None) -> dict[str, Any]:
     """Score the responses of a JSONL file (see `read_responses`) on the benchmarks of `spec` (or `benchmarks`) and
     write the run's reports; a record without a response fails. Its settings are the file's path and hash."""
-    table = read_responses(responses)
+    table, choices = read_responses(responses)
     loaded = load_benchmarks(spec, benchmarks, data_root)
     check_response_ids(table, loaded, responses)
     path = Path(responses)
     settings = {"responses": {"path": str(path.resolve()), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}}
     options = RunOptions(spec.batch_size, spec.media_workers, spec.prefetch)
-    return run_loaded(loaded, ScriptedResponder(table, default=None), run_dir, settings, options, spec.protocol)
+    return run_loaded(loaded, ScriptedResponder(table, default=None, choices=choices), run_dir, settings, options, spec.protocol)
 
 
 def responder_for_engine(engine: Any, processor: Any, spec: EvalSpec, model: str, data_root: str | Path) -> EngineResponder:

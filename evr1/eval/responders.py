@@ -64,13 +64,22 @@ class Responder(Protocol):
 @dataclass
 class ScriptedResponder:
     """Answers from a table `{record id: response}`; ids missing from it (or mapped to None) get `default`, and
-    with `default=None` they fail ("no response given")."""
+    with `default=None` they fail ("no response given"). `choices` `{record id: letter}`: official choices by logits
+    recorded where the model ran (a sample without one gets none: given responses hold no logits)."""
 
     responses: Mapping[str, str | None]
     mode: PromptMode = "direct"
     default: str | None = ""
     asked: list[str] = field(default_factory=list)
-    chooses = False  # given responses hold no logits
+    choices: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def chooses(self) -> bool:
+        return bool(self.choices)
+
+    def choose(self, batch: Sequence[Prepared], choice: LogitChoice) -> list[dict[str, Any]]:
+        """The recorded choices of `batch` (`{}` for a sample without one)."""
+        return [{"choice": self.choices[p.record.id]} if p.record.id in self.choices else {} for p in batch]
 
     def response(self, record_id: str) -> str | None:
         given = self.responses.get(record_id)

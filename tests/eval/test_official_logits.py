@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from evr1.errors import ConfigError
+from evr1.errors import ConfigError, Evr1Error
 from evr1.eval.api import engine_responder, evaluate, evaluate_responses, load_benchmarks, require_choices
 from evr1.eval.official_logits import LIVECC
 from evr1.eval.protocols import blocks
@@ -130,3 +130,26 @@ def test_an_engine_without_logits_is_refused_under_the_official_headline(bench_r
     with pytest.raises(ConfigError, match=r"livesports3k_qa.*logits.*_NoLogits engine.*--engine hf.*--protocol strict"):
         require_choices(loaded, responder, "official")
     require_choices(loaded, responder, "strict")  # the strict headline runs; its official block is unavailable
+
+
+def _responses(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_responses_file_may_carry_the_recorded_choices(bench_root: Path, tmp_path: Path) -> None:
+    # fixture items: s1_e1_q1 (answer C, Who, OCR 0), s1_e2_q1 (answer D, When, OCR 1); the texts are both wrong
+    first, second = f"{NAME}/s1_e1_q1", f"{NAME}/s1_e2_q1"
+    given = [{"id": first, "response": "B", "official_choice": "C"}, {"id": second, "response": "B", "official_choice": "A"}]
+    got = evaluate_responses(EvalSpec(), _responses(tmp_path / "r.jsonl", given), tmp_path / "run", benchmarks=[NAME],
+                             data_root=bench_root)["benchmarks"][NAME]
+    official, strict = got["protocols"]["official"], got["protocols"]["strict"]
+    assert got["score"] == official["score"] == 50.0 and strict["score"] == 0.0
+    assert official["breakdowns"]["category"] == {"Who": {"score": 100.0, "n": 1}, "When": {"score": 0.0, "n": 1}}
+    assert (official["metrics"]["OCR"], official["metrics"]["non-OCR"]) == (0.0, 100.0)
+    partly = _responses(tmp_path / "p.jsonl", [given[0], {"id": second, "response": "D"}])
+    got = evaluate_responses(EvalSpec(), partly, tmp_path / "run2", benchmarks=[NAME], data_root=bench_root)
+    assert "1 of 2 samples hold no such choice" in got["benchmarks"][NAME]["protocols"]["official"]["unavailable"]
+    bad = _responses(tmp_path / "b.jsonl", [{**given[0], "official_choice": "c"}])
+    with pytest.raises(Evr1Error, match=r"b.jsonl:1: official_choice must be one option letter .*'c'"):
+        evaluate_responses(EvalSpec(), bad, tmp_path / "run3", benchmarks=[NAME], data_root=bench_root)

@@ -312,8 +312,8 @@ def run_samples(bench: Benchmark, records: Sequence[Record], responder: Responde
     """Generate and score every record not yet in `samples`, or whose row there failed or was scored under other
     scoring settings than `scorer` (the judge's): such rows are scored again on their stored response when
     it was generated from the same prompt, else generated again. Where the official scorer chooses by logits and the
-responder can (`chooser`), each prepared sample's choice is made and kept in its row's `official`; a row without
-one is done again (its response kept). Returns the row of every id.
+    responder can (`chooser`), each prepared sample's choice is made and kept in its row's `official`; a row without
+    one is done again (its response kept). Returns the row of every id.
 
     The progress bar (`options.progress`) counts the records done (resumed ones included) and the failed ones."""
     from tqdm import tqdm

@@ -58,7 +58,7 @@ def run(
     benchmarks: Annotated[str | None, typer.Option(help="Comma-separated benchmark names (default: the experiment's).")] = None,
     data_root: Annotated[Path | None, typer.Option(help="Folder holding the benchmark folders.")] = None,
     out: Annotated[Path, typer.Option(help="Output directory (rerun to resume; failed samples are retried).")] = Path("runs/eval"),
-    responses: Annotated[Path | None, typer.Option(help="Score these responses (JSONL of {id: '<benchmark>/<id>', response}) instead of generating.")] = None,
+    responses: Annotated[Path | None, typer.Option(help="Score these responses (JSONL of {id: '<benchmark>/<id>', response}, optionally official_choice: LiveSports-3K's recorded choice by logits) instead of generating.")] = None,
     limit: Annotated[int | None, typer.Option(help="Keep the first N items of each benchmark.")] = None,
     fps: Annotated[float | None, typer.Option(help="Frames per second sampled from videos.")] = None,
     max_frames: Annotated[int | None, typer.Option(help="Most frames per video.")] = None,

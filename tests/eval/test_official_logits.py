@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evr1.errors import ConfigError, Evr1Error
 from evr1.eval.api import engine_responder, evaluate, evaluate_responses, load_benchmarks, require_choices
@@ -38,6 +40,12 @@ def test_made_takes_the_first_maximum_and_candidates_are_the_last_token_of_colon
     tok = processor.tokenizer
     ids = LIVECC.candidates(processor)
     assert ids == [tok(f": {x}")["input_ids"][-1] for x in "ABCD"] and len(set(ids)) == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([-1.5, 0.0, 0.25, 2.0, float("-inf")]), min_size=4, max_size=4))
+def test_made_agrees_with_torch_argmax_the_authors_rule(logits: list[float]) -> None:
+    assert LIVECC.made(logits)["choice"] == "ABCD"[int(torch.tensor(logits).argmax())]
 
 
 def _row(choice: str | None, answer: str, qtype: str, ocr: int, response: str | None = "A") -> dict[str, Any]:

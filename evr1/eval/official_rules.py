@@ -1,6 +1,6 @@
 """The official scorers evr1 reproduces (`Benchmark.official`; the `official` protocol of `evr1.eval.protocols`):
 the grounding, numeric and judged benchmarks and the aggregations here, the multiple-choice readers in
-`evr1.eval.official_choice`.
+`evr1.eval.official_choice`, LiveSports-3K's choice by logits in `evr1.eval.official_logits`.
 
 Each rule is written from the benchmark authors' published scorer (or lmms-eval 0.7.3's task, where that is
 the reference), named in its `Official.source` and in docs/benchmarks.md. Item rules read the response as the

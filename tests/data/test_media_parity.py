@@ -127,6 +127,25 @@ def test_patch_layout_and_arithmetic_equal_hf_for_any_frames(t, gh, gw, family, 
     assert torch.equal(Normaliser.of(ip).apply(image_patches(frames[0], Geometry.of(ip))), ref_image["pixel_values"])
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_byte_of_every_channel_normalises_as_hf(family) -> None:
+    """A value depends on its channel and byte only, so frames holding all 256 bytes in each channel
+    (a different order per channel) prove the arithmetic equal to the HF processor's on every input."""
+    procs = family_processors(family)
+    vp, ip = procs.video_processor, procs.image_processor
+    geometry = Geometry.of(vp)
+    side = geometry.factor
+    pixel = torch.arange(2 * side * side).reshape(2, 1, side, side)
+    frames = torch.cat([(pixel * (2 * c + 1) + 7 * c) % 256 for c in range(3)], dim=1).to(torch.uint8)
+    assert all(len(frames[:, c].unique()) == 256 for c in range(3))
+    ref = vp(videos=[frames], do_resize=False, do_sample_frames=False, cap_pixels_per_frame=False, return_tensors="pt")
+    assert torch.equal(Normaliser.of(vp).apply(video_patches(frames, geometry)), ref["pixel_values_videos"])
+    image = frames[0, :, : Geometry.of(ip).factor, : Geometry.of(ip).factor]
+    assert all(len(image[c].unique()) == 256 for c in range(3))
+    ref_image = ip(images=[image], do_resize=False, return_tensors="pt")
+    assert torch.equal(Normaliser.of(ip).apply(image_patches(image, Geometry.of(ip))), ref_image["pixel_values"])
+
+
 def test_normalise_into_a_reused_buffer(processors, media_root) -> None:
     proc = processors["qwen2.5-vl"].video_processor
     prepared = prepare_video(media_root / "small.mp4", VideoSpec(min_pixels=3136, max_pixels=64 * 28 * 28), Geometry.of(proc))

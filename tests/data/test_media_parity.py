@@ -18,7 +18,7 @@ from PIL import Image
 from evr1.data.live import prepare_image, prepare_video
 from evr1.data.loader import family_processors
 from evr1.data.media import Geometry
-from evr1.data.patches import Normaliser, image_patches, video_patches
+from evr1.data.patches import Normaliser, Patches, image_patches, video_patches
 from evr1.specs import ImageSpec, VideoSpec
 
 FAMILIES = ["qwen2.5-vl", "qwen3-vl"]
@@ -122,7 +122,10 @@ def test_patch_layout_and_arithmetic_equal_hf_for_any_frames(t, gh, gw, family, 
     side = geometry.factor
     frames = torch.randint(0, 256, (t, 3, gh * side, gw * side), generator=torch.Generator().manual_seed(seed), dtype=torch.uint8)
     ref = vp(videos=[frames], do_resize=False, do_sample_frames=False, cap_pixels_per_frame=False, return_tensors="pt")
-    assert torch.equal(Normaliser.of(vp).apply(video_patches(frames, geometry)), ref["pixel_values_videos"])
+    patches = video_patches(frames, geometry)
+    assert torch.equal(Normaliser.of(vp).apply(patches), ref["pixel_values_videos"])
+    reused = torch.full(patches.out_shape, float("nan"))  # a read writes into pooled memory holding an older output
+    assert torch.equal(Normaliser.of(vp).apply(patches, reused), ref["pixel_values_videos"])
     ref_image = ip(images=[frames[0]], do_resize=False, return_tensors="pt")
     assert torch.equal(Normaliser.of(ip).apply(image_patches(frames[0], Geometry.of(ip))), ref_image["pixel_values"])
 
@@ -155,6 +158,10 @@ def test_normalise_into_a_reused_buffer(processors, media_root) -> None:
     assert norm.apply(prepared.patches, out=buffer) is buffer and torch.equal(buffer, fresh)
     with pytest.raises(ValueError, match="out must be"):
         norm.apply(prepared.patches, out=torch.empty(3, 3))
+    seq, c, _, pp = prepared.patches.data.shape
+    three = Patches(torch.zeros(seq, c, 3, pp, dtype=torch.uint8), prepared.patches.grid_thw, 2)
+    with pytest.raises(ValueError, match="patches store 3 frames per temporal patch, the model takes 2"):
+        norm.apply(three)
 
 
 @pytest.mark.parametrize("flags", [{"do_normalize": False}, {"do_normalize": False, "do_rescale": False}, {"do_rescale": False}])

@@ -9,8 +9,12 @@ Per clip (generated once, textured moving content, 30 fps source; 2 fps sampling
 - ours:  `MediaLoader` reading uint8 patch-order bytes zero-copy from LMDB + one normalise pass,
          in steady state (its output pool reuses memory the previous output no longer uses) and
          with a new tensor every time ("fresh");
-- memcpy: copying the output bytes into a reused buffer (the floor), and `clone()` (a new tensor:
-         its first-touch page faults cost more than the copy).
+- memcpy: copying the output bytes (float32) into a reused buffer (the floor), and `clone()` (a new
+         tensor: its first-touch page faults cost more than the copy).
+
+The normalisation alone, on the entry's patches into a reused buffer: `norm` is evr1's one compiled
+pass (`evr1/data/normalise_kernel.py`), `torch` the alternative, evr1's form before it: the processor's
+two torch ops (`torch.sub(x, mean, out=)` then `div_(std)`) chunk by chunk; both give the same bits.
 
 Integrity costs, all inside `ours`: `digest` is the XXH3-128 check of the entry every read does;
 `key` the per-read source check (stat + stat fingerprint, the content digest remembered); `hash`
@@ -34,6 +38,7 @@ from evr1.data.cache import TensorCache, file_digest
 from evr1.data.cache_build import build_cache
 from evr1.data.live import video_frames
 from evr1.data.loader import MediaLoader, family_processors
+from evr1.data.patches import Normaliser, Patches, from_buffer
 from evr1.data.records import MediaRef, Record
 from evr1.data.testclips import write_clip
 from evr1.specs import CacheSpec, ImageSpec, VideoSpec
@@ -46,6 +51,7 @@ CLIPS = {  # name: (width, height, seconds)
 SOURCE_FPS = 30
 VIDEO = VideoSpec(fps=2.0, max_pixels=448 * 448)
 WORK = Path(tempfile.gettempdir()) / "evr1-bench-cache"
+_CHUNK = 1 << 20  # values per step of the torch alternative
 CLOCK = {"clock": time.perf_counter}  # `--cpu-time`: time.process_time
 
 
@@ -68,6 +74,29 @@ def _clip(name: str) -> Path:
         write_clip(tmp, w, h, SOURCE_FPS, seconds * SOURCE_FPS)
         tmp.rename(path)
     return path
+
+
+def _torch_normalise(norm: Normaliser, patches: Patches, out: torch.Tensor) -> torch.Tensor:
+    """The alternative (evr1's form before the compiled pass): the processor's two float32 torch ops, chunk by
+    chunk so that a chunk stays in cache between them, with mean and std laid out along a row."""
+    seq, c, tp, pp = patches.data.shape
+    mean, std = (t.expand(c).repeat_interleave(tp * pp) for t in (norm.mean, norm.std))
+    step = max(1, _CHUNK // (c * tp * pp))
+    for i in range(0, seq, step):
+        torch.sub(patches.data[i : i + step].view(-1, c * tp * pp), mean, out=out[i : i + step])
+        out[i : i + step].div_(std)
+    return out
+
+
+def _normalisers(store: TensorCache, key: bytes, norm: Normaliser, out: torch.Tensor, rounds: int) -> dict[str, float]:
+    """The normalisation alone: the compiled pass vs torch's two ops, on the entry's patches (checked equal)."""
+    with store.read(key) as (header, payload):
+        data = from_buffer(payload, tuple(header["shape"]), header["dtype"]).clone()
+    patches = Patches(data, tuple(header["info"]["grid_thw"]), header["temporal_patch_size"])
+    expected = norm.apply(patches).clone()
+    assert torch.equal(_torch_normalise(norm, patches, out), expected), "the two normalisations differ"
+    return {"norm": _best(lambda: norm.apply(patches, out), rounds),
+            "torch": _best(lambda: _torch_normalise(norm, patches, out), rounds)}
 
 
 def measure(name: str, rounds: int = 5) -> dict[str, float]:
@@ -117,6 +146,7 @@ def measure(name: str, rounds: int = 5) -> dict[str, float]:
         "clone": _best(lambda: src.clone(), rounds),
         "peer_disk": pt.stat().st_size, "ours_disk": entry_bytes,
         "digest": digest, "key": _best(lambda: loader.key(ref), rounds), "hash": _best(lambda: file_digest(path), rounds),
+        **_normalisers(store, key, loader.modalities["video"].normaliser, out, rounds),
     }
     pt.unlink()  # the peer's copy is rewritten on every run
     return figures
@@ -126,7 +156,7 @@ def report(rows: dict[str, dict]) -> str:
     header = (
         f"{'clip':<14}{'frames':>7}{'size':>9}{'out MB':>8}{'live ms':>9}{'peer ms':>9}{'ours ms':>9}{'memcpy':>8}"
         f"{'fresh':>7}{'clone':>7}{'peer/ours':>10}{'live/ours':>10}{'ours/memcpy':>12}{'fresh/clone':>12}{'disk peer/ours MB':>19}"
-        f"{'digest ms':>10}{'key us':>8}{'hash ms':>8}"
+        f"{'digest ms':>10}{'key us':>8}{'hash ms':>8}{'norm ms':>8}{'torch ms':>9}{'torch/norm':>11}"
     )
     lines = [header]
     for name, r in rows.items():
@@ -137,11 +167,13 @@ def report(rows: dict[str, dict]) -> str:
             f"{r['peer'] / r['ours']:>9.1f}x{r['live'] / r['ours']:>9.0f}x{r['ours'] / r['memcpy']:>11.2f}x"
             f"{r['ours_fresh'] / r['clone']:>11.2f}x{r['peer_disk'] / 1e6:>12.1f}/{r['ours_disk'] / 1e6:<6.1f}"
             f"{1000 * r['digest']:>10.2f}{1e6 * r['key']:>8.0f}{1000 * r['hash']:>8.2f}"
+            f"{1000 * r['norm']:>8.1f}{1000 * r['torch']:>9.1f}{r['torch'] / r['norm']:>10.2f}x"
         )
     lines.append(
         "ours: steady state (output memory reused once the previous output is dropped); memcpy: copy into a reused "
         "buffer; fresh/clone: a new output tensor every time (first-touch page faults) vs `clone()`; digest: the entry "
-        "check inside `ours`; key: the per-read source check; hash: the source file's content digest (unknown fingerprint)"
+        "check inside `ours`; key: the per-read source check; hash: the source file's content digest (unknown fingerprint); "
+        "norm / torch: the normalisation alone, evr1's compiled pass / torch's sub + div"
     )
     return "\n".join(lines)
 

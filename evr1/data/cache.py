@@ -2,8 +2,8 @@
 
 An entry is `MAGIC | digest (16 bytes) | header length (u32 LE) | JSON header | zero padding to 64 |
 raw tensor bytes`. The digest is the XXH3-128 of everything after it (header and bytes), checked on
-every read (XXH3 runs at memory speed, so a check costs a few percent of the copy a read does); a
-damaged entry raises `DamagedEntryError`. The header names the dtype and shape of the bytes, the
+every read (XXH3 runs at memory speed over the stored uint8 bytes, a quarter of the float32 output's:
+a check costs about a sixth of a copy of the output); a damaged entry raises `DamagedEntryError`. The header names the dtype and shape of the bytes, the
 media info (grid, frame indices, timestamps, fps), the source file, the spec and the processor
 identity. The key is the SHA-256 of the source identity (path relative to the data root, size and
 the XXH3-128 of the file's content), the clip, the full `VideoSpec`/`ImageSpec`, the processor

@@ -5,7 +5,7 @@ merged patches in `(t, h/m, w/m, m, m)` order, columns `(channel, frame in the t
 patch row, patch column)`. The same permutation applied to the uint8 frames gives `Patches`
 (`(seq, C, tp, ps*ps)` uint8; an image stores its single frame once, `tp` = 1). `normalise` then
 computes the processor's `(x - 255*mean) / (255*std)` in float32 with the processor's own
-constants, so the result is bitwise what the HF processor returns.
+constants (one compiled pass, `normalise_kernel`), so the result is bitwise what the HF processor returns.
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ import mmap
 import sys
 import threading
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from evr1.data.media import Geometry
 
-_CHUNK_ELEMENTS = 1 << 20  # values normalised per step: the output chunk stays in cache between the two passes
 _POOL_MIN_BYTES = 4 << 20  # smaller outputs are cheap to allocate
 
 
@@ -67,7 +66,6 @@ class Normaliser:
     mean: torch.Tensor | None  # (C,) float32, already x255 (None: no normalisation)
     std: torch.Tensor | None
     scale: float | None  # rescale without normalisation
-    _rows: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, processor: object) -> Normaliser:
@@ -89,38 +87,28 @@ class Normaliser:
     def apply(self, patches: Patches, out: torch.Tensor | None = None) -> torch.Tensor:
         """float32 model input `(seq, C * tp * ps * ps)`, written into `out` when given (reused buffers skip page faults).
 
-        Chunk by chunk (each stays in cache): subtract from the widened uint8 values, then divide,
-        the same float32 operations as the processor in the same order, hence the same bits.
+        The same float32 operations as the processor in the same order, hence the same bits: with
+        normalisation, one compiled pass (`normalise_kernel`); else a rescale or a widening copy.
         """
-        seq, c, _, pp = patches.data.shape
+        seq, c, stored, pp = patches.data.shape
         tp = patches.temporal_patch_size
+        if stored not in (1, tp):
+            raise ValueError(f"patches store {stored} frames per temporal patch, the model takes {tp}")
         if out is None:
             out = torch.empty(patches.out_shape, dtype=torch.float32)
         elif tuple(out.shape) != patches.out_shape or out.dtype != torch.float32 or not out.is_contiguous():
             raise ValueError(f"out must be a contiguous float32 tensor of shape {patches.out_shape}, got {tuple(out.shape)} {out.dtype}")
         grid = out.view(seq, c, tp, pp)
-        rows = self._row_constants(c, tp * pp)
-        step = max(1, _CHUNK_ELEMENTS // (c * tp * pp))
-        for i in range(0, seq, step):
-            src, dst = patches.data[i : i + step].expand(-1, -1, tp, -1), grid[i : i + step]
-            if rows is not None:
-                torch.sub(src, rows[0].view(1, c, tp, pp), out=dst)
-                out[i : i + step].div_(rows[1])
-            elif self.scale is not None:
-                torch.mul(src, self.scale, out=dst)
-            else:
-                dst.copy_(src)
-        return out
+        if self.mean is not None:
+            from evr1.data.normalise_kernel import normalise
 
-    def _row_constants(self, channels: int, per_channel: int) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Mean and std repeated along an output row (a contiguous operand vectorises best)."""
-        if self.mean is None:
-            return None
-        key = (channels, per_channel)
-        if key not in self._rows:
-            mean, std = (t.expand(channels).repeat_interleave(per_channel).contiguous() for t in (self.mean, self.std))
-            self._rows[key] = (mean, std)
-        return self._rows[key]
+            mean, std = (t.expand(c).contiguous().numpy() for t in (self.mean, self.std))
+            normalise(patches.data.contiguous().numpy(), mean, std, grid.numpy())
+        elif self.scale is not None:
+            torch.mul(patches.data.expand(-1, -1, tp, -1), self.scale, out=grid)
+        else:
+            grid.copy_(patches.data.expand(-1, -1, tp, -1))
+        return out
 
 
 class OutputPool:

@@ -18,7 +18,7 @@ from PIL import Image
 from evr1.data.live import prepare_image, prepare_video
 from evr1.data.loader import family_processors
 from evr1.data.media import Geometry
-from evr1.data.patches import Normaliser, image_patches, video_patches
+from evr1.data.patches import Normaliser, Patches, image_patches, video_patches
 from evr1.specs import ImageSpec, VideoSpec
 
 FAMILIES = ["qwen2.5-vl", "qwen3-vl"]
@@ -122,9 +122,31 @@ def test_patch_layout_and_arithmetic_equal_hf_for_any_frames(t, gh, gw, family, 
     side = geometry.factor
     frames = torch.randint(0, 256, (t, 3, gh * side, gw * side), generator=torch.Generator().manual_seed(seed), dtype=torch.uint8)
     ref = vp(videos=[frames], do_resize=False, do_sample_frames=False, cap_pixels_per_frame=False, return_tensors="pt")
-    assert torch.equal(Normaliser.of(vp).apply(video_patches(frames, geometry)), ref["pixel_values_videos"])
+    patches = video_patches(frames, geometry)
+    assert torch.equal(Normaliser.of(vp).apply(patches), ref["pixel_values_videos"])
+    reused = torch.full(patches.out_shape, float("nan"))  # a read writes into pooled memory holding an older output
+    assert torch.equal(Normaliser.of(vp).apply(patches, reused), ref["pixel_values_videos"])
     ref_image = ip(images=[frames[0]], do_resize=False, return_tensors="pt")
     assert torch.equal(Normaliser.of(ip).apply(image_patches(frames[0], Geometry.of(ip))), ref_image["pixel_values"])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_byte_of_every_channel_normalises_as_hf(family) -> None:
+    """A value depends on its channel and byte only, so frames holding all 256 bytes in each channel
+    (a different order per channel) prove the arithmetic equal to the HF processor's on every input."""
+    procs = family_processors(family)
+    vp, ip = procs.video_processor, procs.image_processor
+    geometry = Geometry.of(vp)
+    side = geometry.factor
+    pixel = torch.arange(2 * side * side).reshape(2, 1, side, side)
+    frames = torch.cat([(pixel * (2 * c + 1) + 7 * c) % 256 for c in range(3)], dim=1).to(torch.uint8)
+    assert all(len(frames[:, c].unique()) == 256 for c in range(3))
+    ref = vp(videos=[frames], do_resize=False, do_sample_frames=False, cap_pixels_per_frame=False, return_tensors="pt")
+    assert torch.equal(Normaliser.of(vp).apply(video_patches(frames, geometry)), ref["pixel_values_videos"])
+    image = frames[0, :, : Geometry.of(ip).factor, : Geometry.of(ip).factor]
+    assert all(len(image[c].unique()) == 256 for c in range(3))
+    ref_image = ip(images=[image], do_resize=False, return_tensors="pt")
+    assert torch.equal(Normaliser.of(ip).apply(image_patches(image, Geometry.of(ip))), ref_image["pixel_values"])
 
 
 def test_normalise_into_a_reused_buffer(processors, media_root) -> None:
@@ -136,6 +158,10 @@ def test_normalise_into_a_reused_buffer(processors, media_root) -> None:
     assert norm.apply(prepared.patches, out=buffer) is buffer and torch.equal(buffer, fresh)
     with pytest.raises(ValueError, match="out must be"):
         norm.apply(prepared.patches, out=torch.empty(3, 3))
+    seq, c, _, pp = prepared.patches.data.shape
+    three = Patches(torch.zeros(seq, c, 3, pp, dtype=torch.uint8), prepared.patches.grid_thw, 2)
+    with pytest.raises(ValueError, match="patches store 3 frames per temporal patch, the model takes 2"):
+        norm.apply(three)
 
 
 @pytest.mark.parametrize("flags", [{"do_normalize": False}, {"do_normalize": False, "do_rescale": False}, {"do_rescale": False}])

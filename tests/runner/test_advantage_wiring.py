@@ -189,14 +189,14 @@ def test_reference_gpu_share(gpus: int, colocate: bool, kl: bool, learners: tupl
 
 @pytest.mark.slow
 @pytest.mark.ray
-def test_remax_runs_in_the_training_loop_with_two_learners(tmp_path) -> None:
+def test_remax_runs_in_the_training_loop_with_two_learners(tmp_path, model_cache) -> None:
     from evr1.runner.metrics import read_metrics
 
     from .test_train import run, settings
 
     extra = {"algo.advantage": "'remax'", "trainer.val_every": "0", "trainer.steps": "2", "rollout.n": "2",
              "trainer.prompts_per_step": "4", "resources.learner_workers": "2", "trainer.mini_batches": "2"}
-    done = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, tmp_path / "models", **extra))
+    done = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, model_cache, **extra))
     assert done.returncode == 0, done.stderr[-3000:]
     rows = read_metrics(tmp_path / "run")
     assert [r["step"] for r in rows] == [1, 2]

@@ -46,11 +46,11 @@ def experiment():
 '''
 
 
-def test_online_score_is_the_mean_over_sampled_rows_only(tmp_path: Path) -> None:
+def test_online_score_is_the_mean_over_sampled_rows_only(tmp_path: Path, model_cache: Path) -> None:
     project = tmp_path / "project"
     (project / "experiments").mkdir(parents=True)
     (project / "experiments" / "my_exp.py").write_text(textwrap.dedent(EXPERIMENT))
-    args = ("my_exp", "--run-dir", str(project / "run"), *settings(tmp_path, tmp_path / "models", **{"trainer.val_every": "0"}))
+    args = ("my_exp", "--run-dir", str(project / "run"), *settings(tmp_path, model_cache, **{"trainer.val_every": "0"}))
     done = subprocess.run([EVR1, "run", *args], capture_output=True, text=True, cwd=project, timeout=400, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = read_metrics(project / "run")

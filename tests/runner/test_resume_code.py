@@ -55,13 +55,13 @@ def experiment():
 
 
 
-def test_failure_in_experiment_code_then_resume_with_update_code(tmp_path: Path) -> None:
+def test_failure_in_experiment_code_then_resume_with_update_code(tmp_path: Path, model_cache: Path) -> None:
     project = tmp_path / "project"
     (project / "experiments").mkdir(parents=True)
     (project / "experiments" / "helpers.py").write_text(HELPERS)
     exp_file = project / "experiments" / "flaky.py"
     exp_file.write_text(FLAKY)
-    common = settings(tmp_path, tmp_path / "models", **{"trainer.save_every": "1", "trainer.val_every": "0"})
+    common = settings(tmp_path, model_cache, **{"trainer.save_every": "1", "trainer.val_every": "0"})
 
     failed = run("flaky", "--run-dir", "runs/flaky", *common, cwd=project)
     assert failed.returncode == 1, failed.stderr[-3000:]

@@ -53,8 +53,9 @@ def stable(rows: list[dict]) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("models")
+def models(model_cache: Path) -> Path:
+    """The session's tiny models (`conftest.model_cache`): built once, not once per module."""
+    return model_cache
 
 
 @pytest.mark.parametrize("family", ["qwen2-vl", "qwen2.5-vl", "qwen3-vl"])

@@ -56,13 +56,13 @@ def experiment():
 
 
 
-def test_workers_and_resume_import_the_experiment_a_config_builds_on(tmp_path: Path) -> None:
+def test_workers_and_resume_import_the_experiment_a_config_builds_on(tmp_path: Path, model_cache: Path) -> None:
     project = tmp_path / "project"
     (project / "experiments").mkdir(parents=True)
     (project / "experiments" / "ex.py").write_text(EX)
     (project / "experiments" / "derived.py").write_text(DERIVED)
     (project / "broken").write_text("")
-    common = settings(tmp_path, tmp_path / "models", **{"trainer.save_every": "1", "trainer.val_every": "0",
+    common = settings(tmp_path, model_cache, **{"trainer.save_every": "1", "trainer.val_every": "0",
                                                         "reward.fail_on_error": "True"})
 
     failed = run("derived", "--run-dir", "runs/d", *common, cwd=project)

@@ -51,11 +51,11 @@ def experiment():
 
 
 
-def test_a_reward_registered_in_the_experiment_file_scores_an_interrupted_and_resumed_run(tmp_path: Path) -> None:
+def test_a_reward_registered_in_the_experiment_file_scores_an_interrupted_and_resumed_run(tmp_path: Path, model_cache: Path) -> None:
     project, run_dir = tmp_path / "project", tmp_path / "project" / "run"
     (project / "experiments").mkdir(parents=True)
     (project / "experiments" / "my_exp.py").write_text(textwrap.dedent(EXPERIMENT) + hold_code(run_dir, after_step=1))
-    args = ("my_exp", "--run-dir", str(run_dir), *settings(tmp_path, tmp_path / "models", **{"trainer.val_every": "0"}),
+    args = ("my_exp", "--run-dir", str(run_dir), *settings(tmp_path, model_cache, **{"trainer.val_every": "0"}),
             "--set", "data.sampler='test/held_uniform'")
     with (tmp_path / "err.txt").open("w") as err_file:  # a file, not a pipe a chatty run could fill
         proc = subprocess.Popen([EVR1, "run", *args], cwd=project, stdout=subprocess.DEVNULL, stderr=err_file, text=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evr1.errors import ConfigError
@@ -59,9 +59,12 @@ class RewardRouter:
             check(self.spec, name)
         return checked_batch(name, reward)
 
-    def warm_up(self) -> None:
-        """Run every routed reward's warm-up (slow imports, e.g. ROUGE's) now: at worker start."""
-        for reward in self._rewards.values():
+    def warm_up(self, problem_types: Iterable[ProblemType | str] | None = None) -> None:
+        """Run the warm-up (slow imports, e.g. ROUGE's) now, at worker start: of the rewards routed from
+        `problem_types` (default: every type) and of every extra reward. A run passes the types its data holds,
+        so a worker never imports a scorer no sample can reach."""
+        names = self._rewards if problem_types is None else {*(self.route(t) for t in problem_types), *self.extra}
+        for reward in (self._rewards[name] for name in names):
             warm = warm_up_of(reward)
             if warm is not None:
                 warm()

@@ -138,14 +138,17 @@ class RolloutWorker(Placed):
 
 
 class RewardWorker(Placed):
-    """Scores responses with the experiment's reward router."""
+    """Scores responses with the experiment's reward router; `problem_types`: those of the run's records (None:
+    any), whose rewards warm up (slow imports, e.g. ROUGE's) now, not inside the first sample."""
 
-    def __init__(self, exp: Experiment, source: ExperimentSource | None = None) -> None:
+    def __init__(
+        self, exp: Experiment, source: ExperimentSource | None = None, problem_types: Sequence[str] | None = None
+    ) -> None:
         from evr1.rewards import RewardRouter
 
         _import(source)
         self.router = RewardRouter(exp.reward)
-        self.router.warm_up()  # slow imports (ROUGE) now, not inside the first sample
+        self.router.warm_up(problem_types)
 
     def score(self, inputs: Sequence[Any]) -> list[Any]:
         return self.router.score(inputs)

@@ -115,7 +115,8 @@ class Trainer:
     def start_workers(self) -> None:
         """Start and place the run's actors (`evr1.runner.workers.start_workers`) and the scorer on its reward workers."""
         roots = {"train": self.train.root, **{v.name: v.root for v in self.vals}}
-        self.workers = start_workers(self.exp, self.run_dir, roots, self.source)
+        types = sorted({r.problem_type for split in (self.train, *self.vals) for r in split.records})
+        self.workers = start_workers(self.exp, self.run_dir, roots, self.source, types)
         self.scorer = Scorer(self.workers.rewarders, get)
 
     def sync_weights(self, step: int) -> None:

@@ -114,8 +114,10 @@ class Workers:
                                 " but the driver does not see it: the run directory must be shared storage")
 
 
-def start_workers(exp: Experiment, run_dir: Path, roots: Mapping[str, Path], source: ExperimentSource | None) -> Workers:
-    """Start and place the run's actors (see the module docstring); `roots`: split name -> its data root."""
+def start_workers(exp: Experiment, run_dir: Path, roots: Mapping[str, Path], source: ExperimentSource | None,
+                  problem_types: Sequence[str] | None = None) -> Workers:
+    """Start and place the run's actors (see the module docstring); `roots`: split name -> its data root;
+    `problem_types`: those of the run's records, the rewards the reward workers warm up (None: every one)."""
     import ray
 
     from evr1.engines.vllm_adapter import gpu_requests
@@ -154,7 +156,7 @@ def start_workers(exp: Experiment, run_dir: Path, roots: Mapping[str, Path], sou
     if exp.algo.kl.enabled:
         base = "the learners' base model, LoRA adapters off"
         print(f"KL reference: {'a reference worker' if reference is not None else base}")
-    rewarders = [actor(RewardWorker, f"reward {k}").remote(spec, source) for k in range(res.reward_workers)]
+    rewarders = [actor(RewardWorker, f"reward {k}").remote(spec, source, problem_types) for k in range(res.reward_workers)]
     workers = {**{f"learner {r}": w for r, w in enumerate(learners)}, "rollout": rollout,
                **({"reference": reference} if reference else {}),
                **{f"reward {k}": w for k, w in enumerate(rewarders)}}  # fmt: skip

@@ -66,10 +66,10 @@ def test_summary_table() -> None:
 
 @pytest.mark.slow
 @pytest.mark.ray
-def test_the_command_runs_variants_and_plots(tmp_path: Path) -> None:
+def test_the_command_runs_variants_and_plots(tmp_path: Path, model_cache: Path) -> None:
     data = tmp_path / "data"
     settings = {
-        "model.cache_dir": f"'{tmp_path / 'models'}'",
+        "model.cache_dir": f"'{model_cache}'",
         "data.synth.out": f"'{data}'",
         "data.synth.n_train": "16",
         "data.synth.n_val": "8",

@@ -185,21 +185,3 @@ def test_shards_hold_part_of_every_mini_batch() -> None:
 def test_reference_gpu_share(gpus: int, colocate: bool, kl: bool, learners: tuple, reference: float) -> None:
     requests = gpu_requests(ResourcesSpec(num_gpus=gpus), RolloutSpec(colocate=colocate))
     assert reference_share(gpus, requests, kl) == (learners, reference)
-
-
-@pytest.mark.slow
-@pytest.mark.ray
-def test_remax_runs_in_the_training_loop_with_two_learners(tmp_path) -> None:
-    from evr1.runner.metrics import read_metrics
-
-    from .test_train import run, settings
-
-    extra = {"algo.advantage": "'remax'", "trainer.val_every": "0", "trainer.steps": "2", "rollout.n": "2",
-             "trainer.prompts_per_step": "4", "resources.learner_workers": "2", "trainer.mini_batches": "2"}
-    done = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, tmp_path / "models", **extra))
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = read_metrics(tmp_path / "run")
-    assert [r["step"] for r in rows] == [1, 2]
-    for row in rows:
-        assert 0.0 <= row["reward/greedy_baseline"] <= 1.0
-        assert row["learner/optimizer_steps"] == 2.0  # one per mini-batch

@@ -81,18 +81,18 @@ def project(tmp_path: Path) -> Path:
     return folder.parent
 
 
-def test_a_submitted_job_runs_the_quickstart_into_a_run_folder_outside_the_upload(job_server, project, tmp_path) -> None:
+def test_a_submitted_job_runs_the_quickstart_into_a_run_folder_outside_the_upload(job_server, project, tmp_path, model_cache: Path) -> None:
     url, env = job_server
     run_dir = tmp_path / "runs" / "job"
-    out = submit(url, env, project, "quickstart:debug", "--run-dir", str(run_dir), *small(tmp_path / "models"))
+    out = submit(url, env, project, "quickstart:debug", "--run-dir", str(run_dir), *small(model_cache))
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     assert "succeeded" in out.stdout
     assert [r["step"] for r in read_metrics(run_dir)] == [0, 1, 2]
     assert (run_dir / "final_model" / "config.json").is_file()
 
 
-def test_a_job_whose_run_folder_would_be_inside_the_upload_is_refused(job_server, project, tmp_path) -> None:
+def test_a_job_whose_run_folder_would_be_inside_the_upload_is_refused(job_server, project, tmp_path, model_cache: Path) -> None:
     url, env = job_server
-    out = submit(url, env, project, "quickstart:debug", *small(tmp_path / "models"))  # runs/ relative to the job's copy
+    out = submit(url, env, project, "quickstart:debug", *small(model_cache))  # runs/ relative to the job's copy
     assert out.returncode != 0
     assert "is inside Ray's temporary copy of the job's working_dir, deleted by `ray stop`" in out.stdout + out.stderr

@@ -105,8 +105,8 @@ def netns_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 
 
-def test_a_learner_in_its_own_network_namespace_joins_the_rendezvous(netns_cluster: str, tmp_path: Path) -> None:
-    common = cluster_settings(netns_cluster, tmp_path / "models", **{"trainer.steps": "1", "trainer.val_every": "1"})
+def test_a_learner_in_its_own_network_namespace_joins_the_rendezvous(netns_cluster: str, tmp_path: Path, model_cache: Path) -> None:
+    common = cluster_settings(netns_cluster, model_cache, **{"trainer.steps": "1", "trainer.val_every": "1"})
     out = run(f"{QUICKSTART}:debug", "--run-dir", "run", *common, cwd=tmp_path, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     actors = placed(tmp_path / "run")["actors"]

@@ -75,11 +75,11 @@ def placed(run_dir: Path) -> dict:
     return json.loads((run_dir / "run.json").read_text())["cluster"]
 
 
-def test_learners_on_two_nodes_train_from_the_drivers_folder_and_resume_after_kill(cluster, tmp_path: Path) -> None:
+def test_learners_on_two_nodes_train_from_the_drivers_folder_and_resume_after_kill(cluster, tmp_path: Path, model_cache: Path) -> None:
     address, folders = cluster
     driver = tmp_path / "driver"
     driver.mkdir()
-    common = cluster_settings(address, tmp_path / "models", **{"trainer.steps": "4", "trainer.save_every": "2",
+    common = cluster_settings(address, model_cache, **{"trainer.steps": "4", "trainer.save_every": "2",
                                                               "trainer.val_every": "2"})  # fmt: skip
     out = run(QUICKSTART, "--run-dir", "whole", *common, cwd=driver)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -109,10 +109,10 @@ def test_learners_on_two_nodes_train_from_the_drivers_folder_and_resume_after_ki
     assert stable(read_metrics(killed)) == stable(rows)
 
 
-def test_a_run_the_cluster_cannot_hold_is_refused_before_any_actor_starts(cluster, tmp_path: Path) -> None:
+def test_a_run_the_cluster_cannot_hold_is_refused_before_any_actor_starts(cluster, tmp_path: Path, model_cache: Path) -> None:
     address, _ = cluster
     out = run(f"{QUICKSTART}:debug", "--run-dir", str(tmp_path / "run"),
-              *cluster_settings(address, tmp_path / "models", **{"resources.learner_workers": "4"}), cwd=tmp_path,
+              *cluster_settings(address, model_cache, **{"resources.learner_workers": "4"}), cwd=tmp_path,
               timeout=300)  # fmt: skip
     assert out.returncode == 2, out.stderr[-3000:]
     assert "this run needs 2.75 CPUs (the cluster has 2)" in out.stderr

@@ -65,9 +65,9 @@ def blind_cluster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             stop_node(proc)
 
 
-def test_a_node_that_cannot_see_the_data_is_refused_at_start(blind_cluster, tmp_path: Path) -> None:
+def test_a_node_that_cannot_see_the_data_is_refused_at_start(blind_cluster, tmp_path: Path, model_cache: Path) -> None:
     address, driver = blind_cluster
-    settings = cluster_settings(address, tmp_path / "models", **{"resources.learner_workers": "1",
+    settings = cluster_settings(address, model_cache, **{"resources.learner_workers": "1",
                                                                 "resources.placement": "'pack'"})  # fmt: skip
     out = run(f"{QUICKSTART}:debug", "--run-dir", str(tmp_path / "run"), *settings, cwd=driver, timeout=600)
     assert out.returncode == 2, out.stderr[-3000:]

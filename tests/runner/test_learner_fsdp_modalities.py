@@ -129,6 +129,9 @@ def fsdp_worker(rank: int, world_size: int, address: str, cache_dir: str, out_di
                 weights = sharded.weights()
                 if name == RESUME[0]:
                     sharded.save(str(out / f"{fam}-ckpt"))
+                    # rank 0 writes after the collective gather: every rank waits for it (as the driver waits for
+                    # every worker's save before any load) instead of racing it to the files
+                    torch.distributed.barrier()
                     resumed = learner(spec, fsdp=True, rank=rank, world_size=world_size)
                     resumed.load(str(out / f"{fam}-ckpt"))
                     second = scenario(processor, fam, RESUME[1], rank)

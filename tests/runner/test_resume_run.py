@@ -21,8 +21,8 @@ def samples(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
 
 
-def test_resume_checks_the_checkpoint_and_logs_each_step_once(tmp_path: Path) -> None:
-    common = settings(tmp_path, tmp_path / "models", **{"trainer.steps": "2", "trainer.save_every": "2", "trainer.val_every": "2"})
+def test_resume_checks_the_checkpoint_and_logs_each_step_once(tmp_path: Path, model_cache: Path) -> None:
+    common = settings(tmp_path, model_cache, **{"trainer.steps": "2", "trainer.save_every": "2", "trainer.val_every": "2"})
     target = tmp_path / "run"
     first = run("quickstart", "--run-dir", str(target), *common)
     assert first.returncode == 0, first.stderr[-3000:]

@@ -53,8 +53,9 @@ def stable(rows: list[dict]) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("models")
+def models(model_cache: Path) -> Path:
+    """The session's tiny models (`conftest.model_cache`): built once, not once per module."""
+    return model_cache
 
 
 @pytest.mark.parametrize("family", ["qwen2-vl", "qwen2.5-vl", "qwen3-vl"])
@@ -67,6 +68,9 @@ def test_three_steps_per_family(tmp_path: Path, models: Path, family: str) -> No
         extra |= {"eval.benchmarks": "('mvbench',)", "eval.data_root": f"'{tmp_path / 'bench'}'", "eval.every_steps": "3"}
     if family == "qwen2-vl":  # also KL as a reward penalty, full fine-tuning: a reference worker
         extra |= {"algo.kl.enabled": "True", "algo.kl.as_reward_penalty": "True", "algo.kl.coef": "0.1"}
+    if family == "qwen3-vl":  # also ReMax with two learners, each holding groups of both mini-batches (4 groups)
+        extra |= {"algo.advantage": "'remax'", "trainer.prompts_per_step": "4", "resources.learner_workers": "2",
+                  "trainer.mini_batches": "2"}
     out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models, **extra))
     assert out.returncode == 0, out.stderr[-3000:]
     rows = read_metrics(tmp_path / "run")
@@ -80,7 +84,11 @@ def test_three_steps_per_family(tmp_path: Path, models: Path, family: str) -> No
         kl = [r["kl/mean"] for r in rows[1:]]
         assert kl[0] == pytest.approx(0.0, abs=1e-6) and all(v > 1e-6 for v in kl[1:])
     for row in rows[1:]:
-        assert row["learner/optimizer_steps"] == 1.0 and row["learner/skipped_steps"] == 0.0
+        assert row["learner/optimizer_steps"] == (2.0 if family == "qwen3-vl" else 1.0)  # one per mini-batch
+        assert row["learner/skipped_steps"] == 0.0
+        assert ("reward/greedy_baseline" in row) == (family == "qwen3-vl")
+        if family == "qwen3-vl":
+            assert 0.0 <= row["reward/greedy_baseline"] <= 1.0
         assert row["mixer/offline_share"] == pytest.approx(1 / 4)
         assert row["reward/offline_score"] == 1.0  # the curated answers are right
         assert 0.0 <= row["reward/score"] <= 1.0

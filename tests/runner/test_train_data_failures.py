@@ -20,14 +20,14 @@ from .test_train import killed_after_first_checkpoint, run, settings, stable
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
-def test_a_corrupt_video_drops_its_record_and_the_run_goes_on(tmp_path: Path) -> None:
+def test_a_corrupt_video_drops_its_record_and_the_run_goes_on(tmp_path: Path, model_cache: Path) -> None:
     data = tmp_path / "data"
     ensure_synthetic(SynthSpec(tasks=("quickstart",), out=str(data), n_train=6, n_val=4, blank_control=False))  # as the run
     lines = (data / "train.jsonl").read_text().splitlines()
     line, bad = next((n, r) for n, r in enumerate(read_records(data / "train.jsonl"), start=1) if r.modality == "video")
     assert json.loads(lines[line - 1])["id"] == bad.id
     (data / bad.media[0].path).write_bytes(np.random.default_rng(0).integers(0, 256, 300, dtype=np.uint8).tobytes())
-    common = settings(tmp_path, tmp_path / "models", **{
+    common = settings(tmp_path, model_cache, **{
         "data.synth.n_train": "6", "trainer.steps": "6", "trainer.save_every": "2", "trainer.val_every": "3",
         "resources.learner_workers": "2", "resources.learner_sharding": "'fsdp'",
     })  # fmt: skip

@@ -17,7 +17,7 @@ from .test_train import run, settings
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
-def test_lora_run_with_a_kl_term_exports_a_plain_merged_model(tmp_path: Path) -> None:
+def test_lora_run_with_a_kl_term_exports_a_plain_merged_model(tmp_path: Path, model_cache: Path) -> None:
     """2 replicated LoRA learners with KL as a loss term. The KL reference is the learners' base with the adapters
     off (no reference worker): KL starts at 0 (the adapters start at B = 0, so policy = base) and grows once they
     train (a reference with them on would stay at 0). The exported model loads with plain transformers and is the
@@ -30,7 +30,7 @@ def test_lora_run_with_a_kl_term_exports_a_plain_merged_model(tmp_path: Path) ->
     from evr1.models.lora import ADAPTER_DIR
     from evr1.models.testing import tiny_spec
 
-    models = tmp_path / "models"
+    models = model_cache
     extra = {"model.lora.rank": "8", "model.lora.alpha": "16.0", "trainer.save_every": "3", "algo.kl.enabled": "True",
              "algo.kl.coef": "0.1", "resources.learner_workers": "2"}
     out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models, **extra))

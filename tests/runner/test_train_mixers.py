@@ -27,7 +27,7 @@ def stable(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if not k.startswith(VOLATILE)} for r in rows]
 
 
-def test_threshold_mixer_with_a_curated_file_and_the_modality_sampler_resume_exactly(tmp_path: Path) -> None:
+def test_threshold_mixer_with_a_curated_file_and_the_modality_sampler_resume_exactly(tmp_path: Path, model_cache: Path) -> None:
     from evr1.runner.datasets import ensure_synthetic
     from evr1.specs import SynthSpec
 
@@ -39,7 +39,7 @@ def test_threshold_mixer_with_a_curated_file_and_the_modality_sampler_resume_exa
             f.write(json.dumps({"id": r.id, "response": f"<answer>{r.answer}</answer>"}) + "\n")
             f.write(json.dumps({"id": r.id, "response": f"<answer>{wrong}</answer>"}) + "\n")
     values = {
-        "model.cache_dir": f"'{tmp_path / 'models'}'",
+        "model.cache_dir": f"'{model_cache}'",
         "data.synth.out": f"'{data}'",
         "data.synth.n_train": "16",
         "data.synth.n_val": "4",

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
-EVR1 = str(Path(sys.executable).with_name("evr1"))
+from cli_inproc import evr1
+
 SPEC_ARGS = ["--family", "qwen2.5-vl", "--fps", "2", "--min-pixels", str(16 * 28 * 28), "--max-pixels", str(48 * 28 * 28),
              "--image-min-pixels", str(8 * 28 * 28), "--image-max-pixels", str(48 * 28 * 28)]
 
 
 def cache(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([EVR1, "cache", *args], capture_output=True, text=True, timeout=300, check=False)
+    return evr1("cache", *args)
 
 
 def test_a_build_with_nothing_to_do_is_not_listed(media_root, tmp_path, good_rows, write_jsonl) -> None:

@@ -1,4 +1,6 @@
-"""`evr1 cache build | info | verify` run as a user runs them, including a build killed half-way."""
+"""`evr1 cache build | info | verify` run as a user runs them, including a build killed half-way.
+
+The commands run in this process (`cli_inproc`) except the build that is killed, a real `evr1` process."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1
 from runner.holding import held_build, wait_until_held
 
 from evr1.data.cache import TensorCache, decode_entry
@@ -22,8 +25,8 @@ SPEC_ARGS = ["--family", "qwen2.5-vl", "--fps", "2", "--min-pixels", str(16 * 28
              "--image-min-pixels", str(8 * 28 * 28), "--image-max-pixels", str(48 * 28 * 28)]
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([EVR1, "cache", *args], capture_output=True, text=True, timeout=300, cwd=cwd, check=False)
+def run(*args: str) -> subprocess.CompletedProcess:
+    return evr1("cache", *args)
 
 
 def test_build_info_verify(media_root, tmp_path, good_rows, bad_rows, write_jsonl) -> None:
@@ -164,8 +167,7 @@ def test_synth_data_cache_build_then_every_record_reads_back_as_live(tmp_path) -
     from evr1.specs import CacheSpec, ImageSpec, VideoSpec
 
     out = tmp_path / "synth"
-    synth = subprocess.run([EVR1, "data", "synth", "--out", str(out), "--count", "24", "--val-count", "6"],
-                           capture_output=True, text=True, timeout=300, check=False)
+    synth = evr1("data", "synth", "--out", out, "--count", "24", "--val-count", "6")
     assert synth.returncode == 0, synth.stderr
     files = [out / "train.jsonl", out / "val.jsonl"]
     cache = tmp_path / "cache"

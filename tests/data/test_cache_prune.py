@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from cli_inproc import evr1
 
 from evr1.data import cache as cache_module
 from evr1.data.cache import TensorCache, entry_schema, file_digest
@@ -13,13 +14,12 @@ from evr1.data.loader import family_processors
 from evr1.data.records import MediaRef, Record
 from evr1.specs import CacheSpec, ImageSpec, VideoSpec
 
-EVR1 = str(Path(sys.executable).with_name("evr1"))
 VIDEO = VideoSpec(fps=2.0, min_pixels=16 * 28 * 28, max_pixels=64 * 28 * 28)
 IMAGE = ImageSpec(min_pixels=8 * 28 * 28, max_pixels=64 * 28 * 28)
 
 
 def cache_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([EVR1, "cache", *args], capture_output=True, text=True, timeout=300, check=False)
+    return evr1("cache", *args)
 
 
 def test_old_schema_entries_are_stale_not_bad_and_prune_removes_them(media_root: Path, tmp_path: Path, monkeypatch) -> None:

@@ -4,12 +4,11 @@ them; the failure report keeps every split's failures; a cache build that fails 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from cli_inproc import evr1
 
 from evr1.data.cache_build import build_cache
 from evr1.data.loader import MediaLoader, family_processors
@@ -17,7 +16,6 @@ from evr1.data.records import MediaRef, Record
 from evr1.specs import CacheSpec, ImageSpec, VideoSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-EVR1 = str(Path(sys.executable).with_name("evr1"))
 VIDEO = VideoSpec(fps=2.0, min_pixels=16 * 28 * 28, max_pixels=48 * 28 * 28)
 IMAGE = ImageSpec(min_pixels=8 * 28 * 28, max_pixels=48 * 28 * 28)
 
@@ -36,8 +34,7 @@ def test_quickstart_cache_build_fills_every_split(tmp_path: Path) -> None:
         f"model.cache_dir='{tmp_path}/models'",
     ]
     args = [item for s in sets for item in ("--set", s)]
-    out = subprocess.run([EVR1, "cache", "build", "quickstart", *args, "--workers", "0", "--no-progress"],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT, check=False)
+    out = evr1("cache", "build", "quickstart", *args, "--workers", "0", "--no-progress", cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
     for name, media in (("train", 8), ("data/val", 4), ("data-blank/val", 4)):
         assert f"({name}): {media} media, {media} built, 0 already present, 0 failed" in out.stdout, out.stdout

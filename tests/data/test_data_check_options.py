@@ -4,20 +4,13 @@ opens the videos, and curated answers are judged only for the types scored right
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1
 
 from evr1.data.check import check_data
 from evr1.data.testclips import write_clip
-
-EVR1 = str(Path(sys.executable).with_name("evr1"))
-
-
-def evr1(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EVR1, *map(str, args)], capture_output=True, text=True, timeout=120, check=False)
 
 OPEN = {"problem": "What happens?", "problem_type": "open_ended", "answer": "A man is riding a red bicycle down the street"}
 

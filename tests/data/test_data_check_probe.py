@@ -4,21 +4,14 @@ and bad paths, in file and line order, and writes every problem to a report (run
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_inproc import evr1
 from PIL import Image
 
 from evr1.data.testclips import write_clip
-
-EVR1 = str(Path(sys.executable).with_name("evr1"))
-
-
-def evr1(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EVR1, *map(str, args)], capture_output=True, text=True, timeout=120, check=False)
 
 
 def _write(path: Path, records: list[dict]) -> Path:

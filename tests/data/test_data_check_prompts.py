@@ -4,11 +4,10 @@ rollout.max_prompt_tokens (which a run drops as data failures), naming file, lin
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-EVR1 = str(Path(sys.executable).with_name("evr1"))
+from cli_inproc import evr1
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -19,11 +18,10 @@ def test_a_prompt_over_the_limit_is_a_warning_naming_its_line(tmp_path: Path) ->
     ]
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    args = [EVR1, "data", "check", str(data), "--no-probe"]
-    plain = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    args = ["data", "check", data, "--no-probe"]
+    plain = evr1(*args, cwd=ROOT)
     assert plain.returncode == 0 and "max_prompt_tokens" not in plain.stderr, plain.stderr
-    done = subprocess.run([*args, "--experiment", "quickstart"], capture_output=True, text=True, timeout=300, check=False,
-                          cwd=ROOT)
+    done = evr1(*args, "--experiment", "quickstart", cwd=ROOT)
     assert done.returncode == 0, done.stderr  # a warning: --strict makes it fail
     text = " ".join(done.stderr.split())
     assert f"warning: {data}:2: field 'problem': the prompt has " in text

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-EVR1 = str(Path(sys.executable).with_name("evr1"))
+from cli_inproc import evr1
 
 RECORDS = [
     {"id": "t1", "problem": "When?", "problem_type": "temporal_grounding", "answer": "soon"},
@@ -22,7 +20,7 @@ RECORDS = [
 def test_unreadable_references_are_problems_naming_file_line_record_and_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
-    done = subprocess.run([EVR1, "data", "check", str(bad)], capture_output=True, text=True, timeout=120, check=False)
+    done = evr1("data", "check", bad)
     assert done.returncode == 1
     assert f"{bad}:1: field 'answer': reward 'temporal_grounding' cannot read this reference" in done.stderr
     assert "answer 'soon' holds no [start, end] interval (record 't1')" in done.stderr
@@ -35,5 +33,5 @@ def test_unreadable_references_are_problems_naming_file_line_record_and_field(tm
     assert "Traceback" not in done.stderr
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps(RECORDS[2]) + "\n")
-    done = subprocess.run([EVR1, "data", "check", str(good)], capture_output=True, text=True, timeout=120, check=False)
+    done = evr1("data", "check", good)
     assert done.returncode == 0 and "1 valid records, 0 problems, 0 missing media files" in done.stdout

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1
 
 from evr1.data.records import read_records
 from evr1.problem_types import ProblemType
-
-EVR1 = str(Path(sys.executable).with_name("evr1"))
-
-
-def evr1(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EVR1, *map(str, args)], capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")

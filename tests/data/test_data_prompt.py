@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_inproc import evr1 as run_evr1
 from PIL import Image
 
 from evr1.data.prompt_view import collapse_runs, pick_record
@@ -18,7 +18,6 @@ from evr1.data.prompting import load_chat_template
 from evr1.errors import ConfigError, Evr1Error
 from evr1.specs import PromptSpec
 
-EVR1 = str(Path(sys.executable).with_name("evr1"))
 ROOT = Path(__file__).resolve().parents[2]
 
 TEMPLATE = """{% for m in messages %}[{{ m.role }}] {% if m.content is string %}{{ m.content }}{% else %}\
@@ -35,7 +34,7 @@ Answer in <answer></answer>.
 
 
 def evr1(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([EVR1, *args], capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    return run_evr1(*args, cwd=ROOT)
 
 
 def test_the_prompt_of_a_record_through_a_chat_template_file(tmp_path: Path) -> None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from cli_inproc import evr1
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +24,6 @@ from evr1.runner.scoring import reward_input
 from evr1.specs import MixerSpec, RewardSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-EVR1 = str(Path(sys.executable).parent / "evr1")
 
 
 @pytest.fixture(scope="module")
@@ -329,8 +327,7 @@ def test_no_mixer_and_named_mixers_validate() -> None:
 
 
 def test_the_cli_refuses_mixer_settings_without_a_mixer() -> None:
-    out = subprocess.run([EVR1, "show", "quickstart", "--set", "mixer.name=None"], capture_output=True, text=True, cwd=ROOT,
-                         timeout=120, check=False)
+    out = evr1("show", "quickstart", "--set", "mixer.name=None", cwd=ROOT)
     assert out.returncode == 2, out.stdout[-2000:]
     assert "mixer: k=1 given without mixer.name" in out.stderr
 

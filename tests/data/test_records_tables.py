@@ -4,13 +4,12 @@ checks and FILE:ROW errors as JSONL, nothing fetched over the network."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_inproc import evr1
 from datasets import Dataset, DatasetDict
 from pydantic import ValidationError
 
@@ -18,7 +17,6 @@ from evr1.data.records import Record, read_records, scan_records
 from evr1.errors import Evr1Error
 from evr1.specs import DataSpec
 
-EVR1 = str(Path(sys.executable).with_name("evr1"))
 COLUMNS = {"id": "uid", "problem": "question", "answer": "solution"}
 ROWS = [  # as a dataset on the hub is laid out: other names, an extra column, media as structs
     {"uid": "a", "question": "Which colour?", "problem_type": "multiple_choice", "solution": "B", "options": ["red", "blue"],
@@ -88,10 +86,10 @@ def test_the_column_mapping_names_record_fields_only() -> None:
 
 def test_data_check_reads_a_table_with_columns(tmp_path: Path) -> None:
     file = parquet(tmp_path / "d.parquet", [ROWS[0], {**ROWS[1], "problem_type": "riddle"}])
-    args = [EVR1, "data", "check", str(file), "--no-probe", *(a for f, c in COLUMNS.items() for a in ("--column", f"{f}={c}"))]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    args = ["data", "check", file, "--no-probe", *(a for f, c in COLUMNS.items() for a in ("--column", f"{f}={c}"))]
+    done = evr1(*args)
     assert done.returncode == 1
     assert f"error: {file}:2: field 'problem_type'" in done.stderr
     assert "1 valid records, 1 problems" in " ".join(done.stdout.split())
-    wrong = subprocess.run([*args, "--column", "anwser=solution"], capture_output=True, text=True, timeout=300, check=False)
+    wrong = evr1(*args, "--column", "anwser=solution")
     assert wrong.returncode == 2 and "Did you mean 'answer'?" in wrong.stderr

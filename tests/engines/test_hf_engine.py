@@ -199,7 +199,7 @@ def test_prompt_over_budget_is_refused(engine, prompts) -> None:
         short.generate(prompts, SamplingParams(max_tokens=2))
 
 
-def _train_to_answer(model, prompt, target: list[int], steps: int = 30) -> None:
+def _train_to_answer(model, prompt, target: list[int], steps: int = 15) -> None:
     """Supervised steps on one (prompt, response) pair; the vision tower stays fixed (speed)."""
     model.model.visual.requires_grad_(False)
     model.train()

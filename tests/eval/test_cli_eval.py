@@ -5,15 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1 as run_evr1
 
 
 def evr1(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evr1", "eval", *args], cwd=cwd, capture_output=True, text=True, timeout=120,
-                          check=False)
+    return run_evr1("eval", *args, cwd=cwd)
 
 
 @pytest.mark.slow

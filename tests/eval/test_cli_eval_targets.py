@@ -6,17 +6,16 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1 as run_evr1
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def evr1(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evr1", "eval", *args], check=False, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+def evr1(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return run_evr1("eval", *args, cwd=cwd)
 
 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1
 
 from evr1.data.cache import TensorCache
 from evr1.data.cache_build import build_cache
@@ -62,7 +63,7 @@ def test_eval_decodes_a_damaged_entry_live_and_refuses_a_truncated_file(model_ca
     value[-1] ^= 0x01  # one flipped bit in the pixels
     store.put(key, bytes(value))
     store.close()
-    done = _eval(exp_file, tmp_path / "damaged")
+    done = evr1("eval", "run", exp_file, "--out", tmp_path / "damaged", cwd=tmp_path)  # in this process: its output
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"cache entry {key.decode()[:16]} in {cache / 'data.mdb'} is damaged" in done.stderr
     [row] = [json.loads(line) for line in (tmp_path / "damaged" / "mvbench" / "samples.jsonl").read_text().splitlines()]
@@ -71,7 +72,7 @@ def test_eval_decodes_a_damaged_entry_live_and_refuses_a_truncated_file(model_ca
     file = cache / "data.mdb"
     with open(file, "r+b") as f:
         f.truncate(file.stat().st_size // 2)
-    done = _eval(exp_file, tmp_path / "truncated")
+    done = _eval(exp_file, tmp_path / "truncated")  # a process: it must exit, not die of SIGBUS
     assert done.returncode == 2, done.stderr[-3000:]  # not -7 (SIGBUS)
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]

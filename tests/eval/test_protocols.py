@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1 as run_evr1
 from pydantic import ValidationError
 
 from evr1.errors import Evr1Error
@@ -86,8 +86,7 @@ def test_cli_run_official_with_strict_beside_it_and_compare_strict(bench_root: P
     answers.write_text("".join(json.dumps({"id": i, "response": t}) + "\n" for i, t in _answers(bench_root).items()))
 
     def evr1(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "evr1", "eval", *args], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=120, check=False)
+        return run_evr1("eval", *args, cwd=tmp_path)
 
     done = evr1("run", "--responses", str(answers), "--benchmarks", "mvbench", "--data-root", str(bench_root),
                 "--out", str(tmp_path / "o"), "--protocol", "official")

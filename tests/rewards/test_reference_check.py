@@ -12,6 +12,12 @@ from evr1.rewards.reference_check import reference_errors
 from evr1.rewards.router import RewardRouter
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _warm() -> None:
+    """Slow first imports (ROUGE's) done before any sample: no sample here may overrun the 10 s reward timeout."""
+    RewardRouter().warm_up()
+
+
 def _record(ptype: str, answer: object, **extra: object) -> Record:
     return Record.model_validate({"id": "r", "problem": "?", "problem_type": ptype, "answer": answer, **extra})
 

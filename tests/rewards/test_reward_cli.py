@@ -1,4 +1,7 @@
-"""`evr1 rewards score|describe|routes` and `python -m evr1.rewards`, run as a user would."""
+"""`evr1 rewards score|describe|routes` and `python -m evr1.rewards`, run as a user would.
+
+Commands run in this process (`cli_inproc`), except the module entry point and those that import an experiment
+file registering a reward (a registration lasts as long as its process)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1
 
 EVR1 = str(Path(sys.executable).parent / "evr1")
 
@@ -30,7 +34,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_score_prints_a_per_type_summary(pairs: Path) -> None:
-    out = _run(EVR1, "rewards", "score", str(pairs))
+    out = evr1("rewards", "score", str(pairs))
     assert out.returncode == 0, out.stderr
     rows = {line.split("│")[1].strip(): line for line in out.stdout.splitlines() if line.count("│") > 3}
     assert set(rows) >= {"multiple_choice", "numerical", "temporal_grounding", "all"}
@@ -54,21 +58,21 @@ def test_module_entry_point_writes_json_and_per_sample_rows(pairs: Path, tmp_pat
 def test_bad_input_names_file_line_and_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(PAIRS[0]) + "\n" + json.dumps({"record": PAIRS[0]["record"]}) + "\n")
-    out = _run(EVR1, "rewards", "score", str(bad))
+    out = evr1("rewards", "score", str(bad))
     assert out.returncode == 2
     assert f"{bad}:2: field 'response'" in out.stderr and "Traceback" not in out.stderr
-    out = _run(EVR1, "rewards", "score", str(bad), "--set", "format=bogus")
+    out = evr1("rewards", "score", str(bad), "--set", "format=bogus")
     assert out.returncode == 2 and "reward.format" in out.stderr
 
 
 def test_describe_and_routes() -> None:
-    out = _run(EVR1, "rewards", "describe", "regression")
+    out = evr1("rewards", "describe", "regression")
     assert out.returncode == 0, out.stderr
     assert "evr1/rewards/numerical.py" in out.stdout and "0.50" in out.stdout and "VSI-Bench" in out.stdout
-    out = _run(EVR1, "rewards", "routes", "--route", "open_ended=format")
+    out = evr1("rewards", "routes", "--route", "open_ended=format")
     assert out.returncode == 0, out.stderr
     assert any(line.split() == ["open_ended", "format"] for line in out.stdout.splitlines())
-    out = _run(EVR1, "list", "rewards")
+    out = evr1("list", "rewards")
     assert "open_ended_judge" in out.stdout and "spatial_temporal_grounding" in out.stdout
 
 
@@ -77,7 +81,7 @@ def test_each_reward_error_is_printed_once_whole(tmp_path: Path) -> None:
     rows = [{"id": f"t{i}", "problem": "When?", "problem_type": "temporal_grounding", "answer": "soon", "response": "[1, 2]"}
             for i in range(12)] + [{"id": "n1", "problem": "How many?", "problem_type": "numerical", "answer": "lots", "response": "3"}]  # fmt: skip
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = _run(EVR1, "rewards", "score", str(bad))
+    out = evr1("rewards", "score", str(bad))
     assert out.returncode == 1, out.stderr  # every sample failed
     lines = out.stderr.splitlines()
     first = "reward 'temporal_grounding' failed on sample t0: ValueError: record 't0': temporal_grounding answer 'soon' holds no [start, end] interval"
@@ -87,11 +91,11 @@ def test_each_reward_error_is_printed_once_whole(tmp_path: Path) -> None:
 
 
 def test_missing_judge_names_the_option_of_this_command(pairs: Path) -> None:
-    out = _run(EVR1, "rewards", "score", str(pairs), "--route", "open_ended=open_ended_judge")
+    out = evr1("rewards", "score", str(pairs), "--route", "open_ended=open_ended_judge")
     assert out.returncode == 2
     assert "reward 'open_ended_judge' calls an LLM judge: pass --set judge.base_url and judge.model" in out.stderr
     assert "reward.judge" not in out.stderr
-    out = _run(EVR1, "rewards", "score", str(pairs), "--route", "open_ended=open_ended_judge", "--set", "judge.base_url='http://127.0.0.1:9/v1'")
+    out = evr1("rewards", "score", str(pairs), "--route", "open_ended=open_ended_judge", "--set", "judge.base_url='http://127.0.0.1:9/v1'")
     assert out.returncode == 2 and "pass --set judge.model (" in out.stderr
 
 
@@ -108,7 +112,7 @@ def test_every_good_line_is_scored_and_every_bad_one_reported(tmp_path: Path) ->
     ]
     bad = tmp_path / "mixed.jsonl"
     bad.write_text("\n".join(lines) + "\n")
-    out = _run(EVR1, "rewards", "score", str(bad), "--json", "--set", "format=none")
+    out = evr1("rewards", "score", str(bad), "--json", "--set", "format=none")
     assert out.returncode == 2
     metrics = json.loads(out.stdout)  # lines 1 and 5 scored: B is right, A is wrong
     assert metrics["reward/multiple_choice/count"] == 2 and metrics["reward/multiple_choice/accuracy"] == 0.5
@@ -124,22 +128,22 @@ def test_every_good_line_is_scored_and_every_bad_one_reported(tmp_path: Path) ->
 def test_empty_file_is_an_error(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    out = _run(EVR1, "rewards", "score", str(empty))
+    out = evr1("rewards", "score", str(empty))
     assert out.returncode == 2
     assert f"{empty}: holds no (response, record) pairs (the file is empty)" in out.stderr
 
 
 def test_set_suggests_and_takes_the_reward_prefix(pairs: Path) -> None:
-    out = _run(EVR1, "rewards", "score", str(pairs), "--set", "formt=partial")
+    out = evr1("rewards", "score", str(pairs), "--set", "formt=partial")
     assert out.returncode == 2 and "has no field 'formt'. Did you mean 'format'?" in out.stderr
     for typed in ("judge.modle=x", "reward.judge.modle=x"):  # echoed as typed, with or without the prefix
-        out = _run(EVR1, "rewards", "score", str(pairs), "--set", typed)
+        out = evr1("rewards", "score", str(pairs), "--set", typed)
         assert out.returncode == 2 and out.stderr.startswith(f"error: --set {typed}: JudgeSpec at reward.judge has no field"
                                                              " 'modle'. Did you mean 'model'?"), out.stderr
-    out = _run(EVR1, "rewards", "score", str(pairs), "--set", "judge")
+    out = evr1("rewards", "score", str(pairs), "--set", "judge")
     assert out.returncode == 2 and out.stderr.startswith("error: --set expects PATH=VALUE (e.g. algo.clip_high=0.28), got 'judge'")
-    plain = _run(EVR1, "rewards", "score", str(pairs), "--json", "--set", "format=none")
-    prefixed = _run(EVR1, "rewards", "score", str(pairs), "--json", "--set", "reward.format=none")
+    plain = evr1("rewards", "score", str(pairs), "--json", "--set", "format=none")
+    prefixed = evr1("rewards", "score", str(pairs), "--json", "--set", "reward.format=none")
     assert plain.returncode == prefixed.returncode == 0, prefixed.stderr
     assert json.loads(prefixed.stdout) == json.loads(plain.stdout)
     assert json.loads(plain.stdout)["reward/multiple_choice/score"] == 1.0  # format none: score = accuracy
@@ -200,12 +204,12 @@ def test_a_code_sample_says_why_it_scored_zero_and_describe_says_where_code_runs
     tests = {"language": "python", "tests": ["assert f(1) == 2"]}
     pairs.write_text(json.dumps({"id": "loop", "problem": "Write f.", "problem_type": "code", "answer": tests,
                                  "response": "<answer>while True:\n    pass</answer>"}) + "\n")  # fmt: skip
-    out = _run(EVR1, "rewards", "score", str(pairs), "--set", "code.timeout_s=2", "--out", str(rows))
+    out = evr1("rewards", "score", str(pairs), "--set", "code.timeout_s=2", "--out", str(rows))
     assert out.returncode == 0, out.stderr
     assert "sample loop: 0/1 tests passed: timed out after 2 s" in out.stderr.splitlines()
     [row] = [json.loads(line) for line in rows.read_text().splitlines()]
     assert (row["components"]["accuracy"], row["error"], row["note"]) == (0.0, None, "0/1 tests passed: timed out after 2 s")
-    out = _run(EVR1, "rewards", "describe", "code")
+    out = evr1("rewards", "describe", "code")
     assert out.returncode == 0, out.stderr
     here = out.stdout.split("\nhere:\n")[1].splitlines()
     assert here[0] == "  python answers run in: bubblewrap" and here[1].startswith("  limits in force: ")

@@ -22,8 +22,9 @@ MATH = [
 
 
 def test_math_table(spec: RewardSpec) -> None:
+    """The verdicts, not the timeout: sympy's first calls in a fresh worker take seconds on a loaded machine."""
     inputs = [make(r, a, "math", sample_id=str(i)) for i, (r, a, _) in enumerate(MATH)]
-    assert math_reward.score(inputs, spec) == [e for _, _, e in MATH]
+    assert math_reward.score(inputs, spec.model_copy(update={"math_timeout_s": 120.0})) == [e for _, _, e in MATH]
 
 
 def test_worker_pool_kills_overrunning_calls() -> None:

@@ -12,11 +12,11 @@ import math
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_inproc import evr1
 
 from evr1.registry import BENCHMARKS
 
@@ -24,8 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def evr1_eval(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evr1", "eval", *args], capture_output=True, text=True, timeout=300,
-                          check=False)
+    return evr1("eval", *args)
 
 
 def test_lmms_tasks_command_binds_and_names_the_tasks(bench_root: Path, tmp_path: Path) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from cli_inproc import evr1 as run_evr1
 
 
 def evr1(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evr1", *args], check=False, cwd=cwd, capture_output=True, text=True, timeout=300)
+    return run_evr1(*args, cwd=cwd)
 
 
 def test_without_benchmarks_binds_those_present(bench_root: Path, tmp_path: Path) -> None:

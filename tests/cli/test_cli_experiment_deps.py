@@ -16,7 +16,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_cli_experiments import ROOT, assert_user_error, evr1
+from test_cli_experiments import ROOT, assert_user_error
+from test_cli_experiments import evr1_process as evr1
 
 from evr1.errors import ConfigError
 

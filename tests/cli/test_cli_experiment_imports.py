@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_cli_experiment_deps import QUICKSTART, project
-from test_cli_experiments import evr1
+from test_cli_experiments import evr1_process as evr1
 
 from evr1.errors import ConfigError
 

@@ -1,4 +1,7 @@
-"""`evr1 --help | list | show | run` as a user runs them."""
+"""`evr1 --help | list | show | run` as a user runs them.
+
+Commands run in this process (`cli_inproc`: what they print, their exit status, the files they write), except one
+listing the components an experiment file of the test registers (a registration lasts as long as its process)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1 as evr1_here
 
 from evr1.run_dir import load_experiment
 
@@ -15,8 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 EVR1 = str(Path(sys.executable).parent / "evr1")
 
 
-def evr1(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def evr1_process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`evr1 ARGS` as a process of its own."""
     return subprocess.run([EVR1, *args], capture_output=True, text=True, cwd=cwd, timeout=300, env=None, check=False)
+
+
+def evr1(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`evr1 ARGS` run in this process (`cli_inproc`), from the project folder unless `cwd` is given."""
+    return evr1_here(*args, cwd=cwd)
 
 
 def assert_user_error(out: subprocess.CompletedProcess, message: str) -> None:
@@ -59,8 +69,8 @@ def test_list_takes_the_components_an_experiment_file_registers(tmp_path: Path) 
         "def verbatim(inp, spec):\n    \"\"\"1 for the reference, verbatim.\"\"\"\n    return float(inp.response == str(inp.answer))\n\n\n"
         "def experiment():\n    import fiddle as fdl\n    return fdl.Config(Experiment, name='exp')\n"
     )
-    assert "me/verbatim" not in evr1("list", "rewards").stdout
-    out = evr1("list", "rewards", "--experiment", str(exp))
+    assert "me/verbatim" not in evr1_process("list", "rewards").stdout
+    out = evr1_process("list", "rewards", "--experiment", str(exp))
     assert out.returncode == 0, out.stderr
     assert any(line.split()[:2] == ["me/verbatim", "1"] for line in out.stdout.splitlines()), out.stdout
 

@@ -9,7 +9,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from test_cli_experiments import assert_user_error, evr1
+from test_cli_experiments import assert_user_error
+from test_cli_experiments import evr1_process as evr1
 
 
 def test_a_misspelt_model_name_is_refused_with_a_suggestion_and_no_run_directory(tmp_path: Path) -> None:

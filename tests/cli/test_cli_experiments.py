@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_inproc import evr1 as evr1_here
 
-import evr1.experiment_files as ef
 from evr1.run_dir import load_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,22 +27,6 @@ def evr1_process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 def evr1(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """`evr1 ARGS` run in this process (`cli_inproc`), from the project folder unless `cwd` is given."""
     return evr1_here(*args, cwd=cwd)
-
-
-@pytest.fixture
-def experiment_imports_restored() -> Iterator[None]:
-    """What importing experiment files in this process records (a resume imports the run's copy) is put back after
-    the test: `evr1.experiment_files`' caches, and the modules imported from files they did not hold before."""
-    caches = [ef._LOADED, ef._DEPS, ef._FAILED, ef._SIBLINGS, ef._IMPORTED]
-    saved, modules = [dict(c) for c in caches], set(sys.modules)
-    yield
-    files = {str(f) for f in set(ef._LOADED) - set(saved[0])}
-    for name in set(sys.modules) - modules:
-        if getattr(sys.modules[name], "__file__", None) in files:
-            del sys.modules[name]
-    for cache, before in zip(caches, saved, strict=True):
-        cache.clear()
-        cache.update(before)
 
 
 def assert_user_error(out: subprocess.CompletedProcess, message: str) -> None:

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_cli_experiments import assert_user_error, evr1, experiment_imports_restored  # noqa: F401
+from test_cli_experiments import assert_user_error, evr1
 
 
 def test_a_misspelt_model_name_is_refused_with_a_suggestion_and_no_run_directory(tmp_path: Path) -> None:

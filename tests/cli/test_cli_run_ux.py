@@ -3,9 +3,8 @@ value; `--set` refuses a boolean for a non-boolean field; dry runs check `mixer.
 wrote; experiment files import their sibling modules; notes for a project found upwards, a run started
 elsewhere and an experiment file changed since the run copied it; `--update-code`; the run state in run.json.
 
-Commands on the project's own experiments run in this process (`cli_inproc`); those on the test project, whose
-experiment imports a sibling module registering a reward (a registration lasts as long as its process), run as
-processes of their own (`evr1_process`)."""
+The commands run in this process (`cli_inproc`); what they import and register from a test's experiment files
+is undone after the test (`experiment_imports_restored`)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cli_experiments import ROOT, assert_user_error, evr1, evr1_process, experiment_imports_restored  # noqa: F401
+from test_cli_experiments import ROOT, assert_user_error, evr1
 
 from evr1.errors import ConfigError
 
@@ -46,8 +45,9 @@ def experiment():
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project whose experiment imports a sibling module; its data are the quickstart's own files."""
+def project(tmp_path: Path, experiment_imports_restored: None) -> Path:
+    """A project whose experiment imports a sibling module; its data are the quickstart's own files. What the
+    commands run in this process import and register from it is undone after the test."""
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "helpers.py").write_text(HELPERS)
     (tmp_path / "experiments" / "split.py").write_text(SPLIT)
@@ -144,7 +144,7 @@ def test_update_code_needs_resume() -> None:
 
 
 def test_experiment_imports_its_sibling_module(project: Path) -> None:
-    out = evr1_process("show", "split", cwd=project)
+    out = evr1("show", "split", cwd=project)
     assert out.returncode == 0, out.stderr
     assert "{'multiple_choice': 'sibling/mc'}" in out.stdout
 
@@ -160,29 +160,29 @@ def test_sys_path_is_restored_after_the_import(project: Path) -> None:
 
 
 def test_a_project_found_upwards_is_noted(project: Path) -> None:
-    out = evr1_process("run", "split", "--prepare", "--run-dir", str(project / "r"), cwd=project / "data")
+    out = evr1("run", "split", "--prepare", "--run-dir", str(project / "r"), cwd=project / "data")
     assert out.returncode == 0, out.stderr
     assert (f"note: found {project}/experiments/split.py in the project folder {project}; its relative paths (data, cache,"
             f" runs/) resolve from the current folder {project}/data: run from {project} if they are meant from there") in out.stderr
-    here = evr1_process("run", "split", "--prepare", "--run-dir", str(project / "r2"), cwd=project)
+    here = evr1("run", "split", "--prepare", "--run-dir", str(project / "r2"), cwd=project)
     assert "note:" not in here.stderr
-    moved = evr1_process("run", "--resume", str(project / "r"), "--dry-run", cwd=project)  # the run started in data/
+    moved = evr1("run", "--resume", str(project / "r"), "--dry-run", cwd=project)  # the run started in data/
     assert f"note: this run started in {project}/data; its relative paths resolve from the current folder {project}" in moved.stderr
 
 
 def test_changed_experiment_file_is_noted_and_update_code_replaces_the_copy(project: Path) -> None:
     run_dir = project / "runs" / "split"
-    assert evr1_process("run", "split", "--prepare", "--run-dir", str(run_dir), cwd=project).returncode == 0
+    assert evr1("run", "split", "--prepare", "--run-dir", str(run_dir), cwd=project).returncode == 0
     original, config = (run_dir / "experiment.py").read_text(), (run_dir / "config.json").read_bytes()
-    assert evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=project).stderr == ""  # unchanged: nothing to say
+    assert evr1("run", "--resume", str(run_dir), "--dry-run", cwd=project).stderr == ""  # unchanged: nothing to say
     fixed = original + "\n# fixed\n"
     (project / "experiments" / "split.py").write_text(fixed)
-    out = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=project)
+    out = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=project)
     assert out.returncode == 0, out.stderr
     assert (f"note: {project}/experiments/split.py differs from this run's copy {run_dir}/experiment.py, which the resume"
             " imports; to run the current file instead, add --update-code (the copy is kept as experiment.py.N;"
             " config.json stays as recorded)") in " ".join(out.stderr.split())
-    dry = evr1_process("run", "--resume", str(run_dir), "--dry-run", "--update-code", cwd=project)
+    dry = evr1("run", "--resume", str(run_dir), "--dry-run", "--update-code", cwd=project)
     assert dry.returncode == 0 and "dry run: would replace" in dry.stderr
     assert (run_dir / "experiment.py").read_text() == original and not (run_dir / "experiment.py.1").exists()
 
@@ -200,11 +200,11 @@ def test_changed_experiment_file_is_noted_and_update_code_replaces_the_copy(proj
 
 def test_copy_found_by_name_when_the_recorded_file_moved(project: Path) -> None:
     run_dir = project / "runs" / "split"
-    assert evr1_process("run", str(project / "experiments" / "split.py"), "--prepare", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1("run", str(project / "experiments" / "split.py"), "--prepare", "--run-dir", str(run_dir)).returncode == 0
     info = json.loads((run_dir / "run.json").read_text())
     (run_dir / "run.json").write_text(json.dumps({**info, "location": "/gone/split.py"}))
     (project / "experiments" / "split.py").write_text(SPLIT + "\n# changed\n")
-    out = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=project)
+    out = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=project)
     assert out.returncode == 0, out.stderr  # helpers is imported from the folder of the file found by name
     assert f"note: {project}/experiments/split.py differs from this run's copy" in out.stderr
 

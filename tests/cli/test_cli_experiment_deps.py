@@ -5,9 +5,10 @@ same-named sibling modules of two folders do not clash; resume after the file mo
 covers every copy and restores a missing one; backups count up from the highest; a run another process
 runs is refused, a killed one is noted; `run.json` survives concurrent writers.
 
-Commands run as processes of their own (`evr1_process`): the test projects' experiment files register rewards
-(a registration lasts as long as its process), and a resume's check of a live or killed process is about
-processes; the quickstart preparations and one refusal run in this process (`cli_inproc`)."""
+Commands run as processes of their own (`evr1_process`) where what they check is what a fresh process does: a
+resume's check of a live or killed process, a resume's (or a listing's) import of experiment files. Preparations
+and one refusal run in this process (`cli_inproc`), what they import and register undone after the test
+(`experiment_imports_restored`)."""
 
 from __future__ import annotations
 
@@ -80,10 +81,11 @@ def project(root: Path, prefix: str) -> Path:
     return root
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_an_experiment_built_on_another_records_and_copies_it(tmp_path: Path) -> None:
     proj = project(tmp_path / "p", "deps1")
     run_dir = proj / "runs" / "d"
-    out = evr1_process("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj)
+    out = evr1_here("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj)
     assert out.returncode == 0, out.stderr
     info = json.loads((run_dir / "run.json").read_text())
     assert info["deps"] == [
@@ -98,10 +100,11 @@ def test_an_experiment_built_on_another_records_and_copies_it(tmp_path: Path) ->
     assert "rewards multiple_choice -> deps1/exact;" in " ".join(resumed.stdout.split())
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_an_experiment_loaded_at_import_is_imported_once_on_resume(tmp_path: Path) -> None:
     proj = project(tmp_path / "p", "deps2")
     run_dir = proj / "runs" / "t"
-    out = evr1_process("run", "top", "--prepare", "--run-dir", str(run_dir), cwd=proj)
+    out = evr1_here("run", "top", "--prepare", "--run-dir", str(run_dir), cwd=proj)
     assert out.returncode == 0, out.stderr
     assert [d["name"] for d in json.loads((run_dir / "run.json").read_text())["deps"]] == ["ex", "quickstart"]
     # the copy experiment.py loads experiments/ex.py when imported: it gets the copy of ex already imported
@@ -154,6 +157,7 @@ def experiment():
 '''
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # it imports in this process: undone after it
 def test_same_named_sibling_modules_of_two_folders_do_not_clash(tmp_path: Path) -> None:
     from evr1.experiment import build_experiment
     from evr1.experiment_files import load_config
@@ -179,21 +183,23 @@ def split_project(root: Path, prefix: str) -> Path:
     return root
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_resume_after_the_file_was_renamed_imports_siblings_from_its_folder(tmp_path: Path) -> None:
     proj = split_project(tmp_path / "p", "moved")
     run_dir = proj / "runs" / "s"
-    assert evr1_process("run", str(proj / "experiments" / "split.py"), "--prepare", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1_here("run", str(proj / "experiments" / "split.py"), "--prepare", "--run-dir", str(run_dir)).returncode == 0
     (proj / "experiments" / "split.py").rename(proj / "experiments" / "renamed.py")
     out = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=tmp_path)  # no project found from here
     assert out.returncode == 0, out.stderr  # helpers still imported from the recorded file's folder
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_update_code_covers_every_copy_and_restores_a_missing_one(tmp_path: Path) -> None:
     from evr1.run_dir import read_info, replace_code
 
     proj = project(tmp_path / "p", "deps4")
     run_dir = proj / "runs" / "d"
-    assert evr1_process("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj).returncode == 0
+    assert evr1_here("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj).returncode == 0
     ex = proj / "experiments" / "ex.py"
     ex.write_text(ex.read_text() + "\n# changed\n")
     out = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=proj)

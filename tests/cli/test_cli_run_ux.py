@@ -4,7 +4,8 @@ wrote; experiment files import their sibling modules; notes for a project found 
 elsewhere and an experiment file changed since the run copied it; `--update-code`; the run state in run.json.
 
 The commands run in this process (`cli_inproc`); what they import and register from a test's experiment files
-is undone after the test (`experiment_imports_restored`)."""
+is undone after the test (`experiment_imports_restored`). A resume that must import a sibling module afresh runs
+as a process of its own."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cli_experiments import ROOT, assert_user_error, evr1
+from test_cli_experiments import ROOT, assert_user_error, evr1, evr1_process
 
 from evr1.errors import ConfigError
 
@@ -204,8 +205,8 @@ def test_copy_found_by_name_when_the_recorded_file_moved(project: Path) -> None:
     info = json.loads((run_dir / "run.json").read_text())
     (run_dir / "run.json").write_text(json.dumps({**info, "location": "/gone/split.py"}))
     (project / "experiments" / "split.py").write_text(SPLIT + "\n# changed\n")
-    out = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=project)
-    assert out.returncode == 0, out.stderr  # helpers is imported from the folder of the file found by name
+    out = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=project)
+    assert out.returncode == 0, out.stderr  # a fresh process imports helpers from the folder of the file found by name
     assert f"note: {project}/experiments/split.py differs from this run's copy" in out.stderr
 
 

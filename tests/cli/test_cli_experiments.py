@@ -1,7 +1,7 @@
 """`evr1 --help | list | show | run` as a user runs them.
 
-Commands run in this process (`cli_inproc`: what they print, their exit status, the files they write), except one
-listing the components an experiment file of the test registers (a registration lasts as long as its process)."""
+Commands run in this process (`cli_inproc`: what they print, their exit status, the files they write); what an
+experiment file of a test registers is unregistered after it (`experiment_imports_restored`)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ def test_list_shows_registries_and_experiments() -> None:
     assert_user_error(evr1("list", "reward"), "unknown kind 'reward'. Did you mean 'rewards'?")
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # me/verbatim is unregistered after the test
 def test_list_takes_the_components_an_experiment_file_registers(tmp_path: Path) -> None:
     exp = tmp_path / "exp.py"
     exp.write_text(
@@ -69,8 +70,8 @@ def test_list_takes_the_components_an_experiment_file_registers(tmp_path: Path) 
         "def verbatim(inp, spec):\n    \"\"\"1 for the reference, verbatim.\"\"\"\n    return float(inp.response == str(inp.answer))\n\n\n"
         "def experiment():\n    import fiddle as fdl\n    return fdl.Config(Experiment, name='exp')\n"
     )
-    assert "me/verbatim" not in evr1_process("list", "rewards").stdout
-    out = evr1_process("list", "rewards", "--experiment", str(exp))
+    assert "me/verbatim" not in evr1("list", "rewards").stdout
+    out = evr1("list", "rewards", "--experiment", str(exp))
     assert out.returncode == 0, out.stderr
     assert any(line.split()[:2] == ["me/verbatim", "1"] for line in out.stdout.splitlines()), out.stdout
 
@@ -84,6 +85,7 @@ def test_show_marks_overrides() -> None:
     assert "--set" not in lines["trainer.steps"]
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # load_experiment imports the run's copy here
 def test_prepare_writes_a_run_dir_that_round_trips_and_a_dry_run_writes_nothing(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     dry = evr1("run", "quickstart", "--dry-run", "--set", "trainer.steps=5", "--run-dir", str(run_dir))
@@ -113,6 +115,7 @@ def test_a_run_dir_holding_a_run_is_refused(tmp_path: Path, leftover: str) -> No
     assert {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir()} == before  # nothing written over
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # load_experiment imports the run's copy here
 def test_default_run_dir_under_run_root(tmp_path: Path) -> None:
     assert evr1("run", "quickstart:debug", "--dry-run", "--set", f"trainer.run_root='{tmp_path}'").returncode == 0
     assert list(tmp_path.iterdir()) == []  # a dry run leaves no run directory
@@ -200,6 +203,7 @@ def test_missing_data_file_stops_before_the_run_dir(tmp_path: Path) -> None:
     assert dry.returncode == 0 and "warning: data.train: data/nothere.jsonl does not exist" in dry.stderr
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # load_experiment imports the run's copy here
 def test_one_data_path_is_a_one_element_tuple(tmp_path: Path) -> None:
     (tmp_path / "mine.jsonl").write_text("")
     out = evr1("run", "quickstart", "--prepare", "--run-dir", str(tmp_path / "run"), "--set", f"data.train={tmp_path}/mine.jsonl",

@@ -3,7 +3,12 @@ function, or at the top of the file) records, copies and re-imports it on resume
 once per process (`evr1 list` never reports a good experiment as broken, nor lists a helper module);
 same-named sibling modules of two folders do not clash; resume after the file moved; `--update-code`
 covers every copy and restores a missing one; backups count up from the highest; a run another process
-runs is refused, a killed one is noted; `run.json` survives concurrent writers."""
+runs is refused, a killed one is noted; `run.json` survives concurrent writers.
+
+Commands run as processes of their own (`evr1_process`) where what they check is what a fresh process does: a
+resume's check of a live or killed process, a resume's (or a listing's) import of experiment files. Preparations
+and one refusal run in this process (`cli_inproc`), what they import and register undone after the test
+(`experiment_imports_restored`)."""
 
 from __future__ import annotations
 
@@ -16,7 +21,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_cli_experiments import ROOT, assert_user_error, evr1
+from test_cli_experiments import ROOT, assert_user_error, evr1_process
+from test_cli_experiments import evr1 as evr1_here
 
 from evr1.errors import ConfigError
 
@@ -75,10 +81,11 @@ def project(root: Path, prefix: str) -> Path:
     return root
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_an_experiment_built_on_another_records_and_copies_it(tmp_path: Path) -> None:
     proj = project(tmp_path / "p", "deps1")
     run_dir = proj / "runs" / "d"
-    out = evr1("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj)
+    out = evr1_here("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj)
     assert out.returncode == 0, out.stderr
     info = json.loads((run_dir / "run.json").read_text())
     assert info["deps"] == [
@@ -88,19 +95,20 @@ def test_an_experiment_built_on_another_records_and_copies_it(tmp_path: Path) ->
     assert (run_dir / "experiment_deps" / "ex.py").read_text() == EX.format(prefix="deps1")
     assert (run_dir / "experiment.py").read_text() == DERIVED
     (proj / "experiments" / "ex.py").unlink()  # the resume imports the run's copy, which registers deps1/exact
-    resumed = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
+    resumed = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
     assert resumed.returncode == 0, resumed.stderr
     assert "rewards multiple_choice -> deps1/exact;" in " ".join(resumed.stdout.split())
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_an_experiment_loaded_at_import_is_imported_once_on_resume(tmp_path: Path) -> None:
     proj = project(tmp_path / "p", "deps2")
     run_dir = proj / "runs" / "t"
-    out = evr1("run", "top", "--prepare", "--run-dir", str(run_dir), cwd=proj)
+    out = evr1_here("run", "top", "--prepare", "--run-dir", str(run_dir), cwd=proj)
     assert out.returncode == 0, out.stderr
     assert [d["name"] for d in json.loads((run_dir / "run.json").read_text())["deps"]] == ["ex", "quickstart"]
     # the copy experiment.py loads experiments/ex.py when imported: it gets the copy of ex already imported
-    resumed = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
+    resumed = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
     assert resumed.returncode == 0, resumed.stderr
 
 
@@ -112,7 +120,7 @@ def test_list_imports_each_file_once_and_skips_helper_modules(tmp_path: Path) ->
     )
     (proj / "experiments" / "e3.py").write_text("import a_rewards  # a module next to it\n" + DERIVED.replace('"ex"', '"derived"'))
     for args in (("experiments",), ("experiments", "-e", "ex"), ("experiments", "-e", "e3"), ("rewards", "-e", "e3")):
-        out = evr1("list", *args, cwd=proj)
+        out = evr1_process("list", *args, cwd=proj)
         assert out.returncode == 0, out.stderr
         assert "broken" not in out.stdout, out.stdout
         labels = [line.split()[0] for line in out.stdout.splitlines()[1:]]
@@ -120,7 +128,7 @@ def test_list_imports_each_file_once_and_skips_helper_modules(tmp_path: Path) ->
             assert labels == ["derived", "e3", "ex", "top"], out.stdout  # a_rewards defines no experiment
         else:
             assert "deps3/sib" in labels and "deps3/exact" not in labels
-    assert_user_error(evr1("run", "a_rewards", "--dry-run", cwd=proj), "experiments/a_rewards.py defines no experiment")
+    assert_user_error(evr1_process("run", "a_rewards", "--dry-run", cwd=proj), "experiments/a_rewards.py defines no experiment")
 
 
 HELPERS = '''
@@ -149,6 +157,7 @@ def experiment():
 '''
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # it imports in this process: undone after it
 def test_same_named_sibling_modules_of_two_folders_do_not_clash(tmp_path: Path) -> None:
     from evr1.experiment import build_experiment
     from evr1.experiment_files import load_config
@@ -174,35 +183,37 @@ def split_project(root: Path, prefix: str) -> Path:
     return root
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_resume_after_the_file_was_renamed_imports_siblings_from_its_folder(tmp_path: Path) -> None:
     proj = split_project(tmp_path / "p", "moved")
     run_dir = proj / "runs" / "s"
-    assert evr1("run", str(proj / "experiments" / "split.py"), "--prepare", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1_here("run", str(proj / "experiments" / "split.py"), "--prepare", "--run-dir", str(run_dir)).returncode == 0
     (proj / "experiments" / "split.py").rename(proj / "experiments" / "renamed.py")
-    out = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=tmp_path)  # no project found from here
+    out = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=tmp_path)  # no project found from here
     assert out.returncode == 0, out.stderr  # helpers still imported from the recorded file's folder
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_update_code_covers_every_copy_and_restores_a_missing_one(tmp_path: Path) -> None:
     from evr1.run_dir import read_info, replace_code
 
     proj = project(tmp_path / "p", "deps4")
     run_dir = proj / "runs" / "d"
-    assert evr1("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj).returncode == 0
+    assert evr1_here("run", "derived", "--prepare", "--run-dir", str(run_dir), cwd=proj).returncode == 0
     ex = proj / "experiments" / "ex.py"
     ex.write_text(ex.read_text() + "\n# changed\n")
-    out = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
+    out = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
     assert out.returncode == 0, out.stderr
     assert f"note: {ex} differs from this run's copy {run_dir}/experiment_deps/ex.py, which the resume imports" in " ".join(out.stderr.split())
-    dry = evr1("run", "--resume", str(run_dir), "--dry-run", "--update-code", cwd=proj)
+    dry = evr1_process("run", "--resume", str(run_dir), "--dry-run", "--update-code", cwd=proj)
     assert dry.returncode == 0, dry.stderr
     assert dry.stderr.splitlines() == [f"dry run: would replace {run_dir}/experiment_deps/ex.py by {ex}"]
 
     (run_dir / "experiment.py").unlink()
-    missing = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
+    missing = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
     assert_user_error(missing, f"{run_dir}/experiment.py, the run's copy of an experiment file, is missing: add --update-code"
                                f" to restore it from {proj}/experiments/derived.py")
-    dry = evr1("run", "--resume", str(run_dir), "--dry-run", "--update-code", cwd=proj)
+    dry = evr1_process("run", "--resume", str(run_dir), "--dry-run", "--update-code", cwd=proj)
     assert dry.returncode == 0, dry.stderr
     assert f"dry run: would replace {run_dir}/experiment.py by {proj}/experiments/derived.py" in dry.stderr
     assert "already equal" not in dry.stderr
@@ -232,31 +243,31 @@ def test_resume_refuses_a_run_a_live_process_runs_and_notes_a_killed_one(tmp_pat
     from evr1.run_dir import log_event, process_info, read_info
 
     run_dir = tmp_path / "run"
-    assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1_here("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         log_event(run_dir, "running", resumed=False, **process_info(other.pid))
         event = read_info(run_dir)["history"][-1]
-        refused = evr1("run", "--resume", str(run_dir), "--dry-run")
+        refused = evr1_process("run", "--resume", str(run_dir), "--dry-run")
         assert_user_error(refused, f"{run_dir} is being run by another process (process {other.pid} on {event['host']},"
                                    f" started {event['time']}): wait for it to end or stop it first")
         os.kill(other.pid, signal.SIGKILL)
         other.wait()
     finally:
         other.kill()
-    killed = evr1("run", "--resume", str(run_dir), "--dry-run")
+    killed = evr1_process("run", "--resume", str(run_dir), "--dry-run")
     assert killed.returncode == 0, killed.stderr
     assert (f"note: the previous run of {run_dir} (process {other.pid} on {event['host']}, started {event['time']})"
             " ended without a record (killed?)") in " ".join(killed.stderr.split())
     log_event(run_dir, "running", resumed=False, **{**process_info(os.getppid()), "pid_start": "0"})  # the id reused since
-    assert "ended without a record" in evr1("run", "--resume", str(run_dir), "--dry-run").stderr
+    assert "ended without a record" in evr1_process("run", "--resume", str(run_dir), "--dry-run").stderr
 
 
 def test_concurrent_events_keep_run_json_whole(tmp_path: Path) -> None:
     from evr1.run_dir import read_info
 
     run_dir = tmp_path / "run"
-    assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
+    assert evr1_here("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
     code = textwrap.dedent(f"""
         from evr1.run_dir import log_event
         for i in range(40):
@@ -272,7 +283,7 @@ def test_concurrent_events_keep_run_json_whole(tmp_path: Path) -> None:
 
 def test_resume_with_run_dir_is_refused(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
-    assert_user_error(evr1("run", "--resume", str(run_dir), "--run-dir", str(tmp_path / "other"), "--dry-run"),
+    assert evr1_here("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
+    assert_user_error(evr1_here("run", "--resume", str(run_dir), "--run-dir", str(tmp_path / "other"), "--dry-run"),
                       f"--resume continues the run in its own directory {run_dir}; do not pass --run-dir with it")
     assert not (tmp_path / "other").exists()

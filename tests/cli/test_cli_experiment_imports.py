@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 from test_cli_experiment_deps import QUICKSTART, project
-from test_cli_experiments import evr1
+from test_cli_experiments import evr1_process as evr1
 
 from evr1.errors import ConfigError
+
+pytestmark = pytest.mark.usefixtures("experiment_imports_restored")  # what a test imports here is undone after it
 
 REWARD = '''
 from evr1.registry import REWARDS

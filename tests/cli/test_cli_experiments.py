@@ -1,4 +1,7 @@
-"""`evr1 --help | list | show | run` as a user runs them."""
+"""`evr1 --help | list | show | run` as a user runs them.
+
+Commands run in this process (`cli_inproc`: what they print, their exit status, the files they write); what an
+experiment file of a test registers is unregistered after it (`experiment_imports_restored`)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_inproc import evr1 as evr1_here
 
 from evr1.run_dir import load_experiment
 
@@ -15,8 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 EVR1 = str(Path(sys.executable).parent / "evr1")
 
 
-def evr1(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+def evr1_process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`evr1 ARGS` as a process of its own."""
     return subprocess.run([EVR1, *args], capture_output=True, text=True, cwd=cwd, timeout=300, env=None, check=False)
+
+
+def evr1(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`evr1 ARGS` run in this process (`cli_inproc`), from the project folder unless `cwd` is given."""
+    return evr1_here(*args, cwd=cwd)
 
 
 def assert_user_error(out: subprocess.CompletedProcess, message: str) -> None:
@@ -49,6 +59,7 @@ def test_list_shows_registries_and_experiments() -> None:
     assert_user_error(evr1("list", "reward"), "unknown kind 'reward'. Did you mean 'rewards'?")
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # me/verbatim is unregistered after the test
 def test_list_takes_the_components_an_experiment_file_registers(tmp_path: Path) -> None:
     exp = tmp_path / "exp.py"
     exp.write_text(
@@ -74,6 +85,7 @@ def test_show_marks_overrides() -> None:
     assert "--set" not in lines["trainer.steps"]
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # load_experiment imports the run's copy here
 def test_prepare_writes_a_run_dir_that_round_trips_and_a_dry_run_writes_nothing(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     dry = evr1("run", "quickstart", "--dry-run", "--set", "trainer.steps=5", "--run-dir", str(run_dir))
@@ -103,6 +115,7 @@ def test_a_run_dir_holding_a_run_is_refused(tmp_path: Path, leftover: str) -> No
     assert {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir()} == before  # nothing written over
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # load_experiment imports the run's copy here
 def test_default_run_dir_under_run_root(tmp_path: Path) -> None:
     assert evr1("run", "quickstart:debug", "--dry-run", "--set", f"trainer.run_root='{tmp_path}'").returncode == 0
     assert list(tmp_path.iterdir()) == []  # a dry run leaves no run directory
@@ -190,6 +203,7 @@ def test_missing_data_file_stops_before_the_run_dir(tmp_path: Path) -> None:
     assert dry.returncode == 0 and "warning: data.train: data/nothere.jsonl does not exist" in dry.stderr
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")  # load_experiment imports the run's copy here
 def test_one_data_path_is_a_one_element_tuple(tmp_path: Path) -> None:
     (tmp_path / "mine.jsonl").write_text("")
     out = evr1("run", "quickstart", "--prepare", "--run-dir", str(tmp_path / "run"), "--set", f"data.train={tmp_path}/mine.jsonl",

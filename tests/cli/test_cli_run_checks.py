@@ -1,7 +1,10 @@
 """What `evr1 run` checks before and as it starts: the model name (with a did-you-mean), curated answers
 longer than the response budget (a dry-run warning, checked in process: the CLI prints it as the hub
 note is printed), a config refused at start (start a new run, no run directory left), and a run folder
-per variant."""
+per variant.
+
+The commands run in this process (`cli_inproc`); the run refused as it starts is refused before Ray and the
+workers start, and the experiment file a test writes registers nothing (its import is undone after the test)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
 from test_cli_experiments import assert_user_error, evr1
 
 
@@ -50,6 +54,7 @@ def test_curated_answers_longer_than_the_response_budget_are_counted_with_an_exa
     assert long_offline_answers(exp.model_copy(update={"mixer": MixerSpec()})) is None  # no mixer: nothing to cut
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_a_config_refused_as_the_run_starts_says_start_a_new_run_and_leaves_no_run_directory(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("")
     out = evr1("run", "quickstart", "--set", "data.synth=None", "--set", f"data.train=('{tmp_path / 'empty.jsonl'}',)",
@@ -60,6 +65,7 @@ def test_a_config_refused_as_the_run_starts_says_start_a_new_run_and_leaves_no_r
     assert list((tmp_path / "runs" / "quickstart").iterdir()) == []
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_each_variant_gets_its_own_run_folder_when_the_experiment_sets_its_name(tmp_path: Path) -> None:
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "named.py").write_text(textwrap.dedent('''

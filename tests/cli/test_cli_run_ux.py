@@ -1,7 +1,11 @@
 """`evr1 run | show` for power users: the plan shows mixing, sampling and reward routes; enums print by
 value; `--set` refuses a boolean for a non-boolean field; dry runs check `mixer.file` and say what they
 wrote; experiment files import their sibling modules; notes for a project found upwards, a run started
-elsewhere and an experiment file changed since the run copied it; `--update-code`; the run state in run.json."""
+elsewhere and an experiment file changed since the run copied it; `--update-code`; the run state in run.json.
+
+The commands run in this process (`cli_inproc`); what they import and register from a test's experiment files
+is undone after the test (`experiment_imports_restored`). A resume that must import a sibling module afresh runs
+as a process of its own."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cli_experiments import ROOT, assert_user_error, evr1
+from test_cli_experiments import ROOT, assert_user_error, evr1, evr1_process
 
 from evr1.errors import ConfigError
 
@@ -42,8 +46,9 @@ def experiment():
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project whose experiment imports a sibling module; its data are the quickstart's own files."""
+def project(tmp_path: Path, experiment_imports_restored: None) -> Path:
+    """A project whose experiment imports a sibling module; its data are the quickstart's own files. What the
+    commands run in this process import and register from it is undone after the test."""
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "helpers.py").write_text(HELPERS)
     (tmp_path / "experiments" / "split.py").write_text(SPLIT)
@@ -111,6 +116,7 @@ def test_booleans_still_set_boolean_fields() -> None:
     assert (values["trainer.tensorboard"], values["reward.fail_on_error"]) == ("False", "True")
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_missing_mixer_file_warns_in_a_dry_run_and_stops_a_real_run(tmp_path: Path) -> None:
     args = ("run", "quickstart", "--set", "mixer.file=nofile.jsonl", "--set", f"trainer.run_root='{tmp_path}'")
     dry = evr1(*args, "--prepare")  # as a dry run does, but it writes the run directory
@@ -122,6 +128,7 @@ def test_missing_mixer_file_warns_in_a_dry_run_and_stops_a_real_run(tmp_path: Pa
     assert_user_error(refused, "mixer.file nofile.jsonl does not exist")
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_resume_dry_run_writes_nothing_and_says_so(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     assert evr1("run", "quickstart", "--prepare", "--run-dir", str(run_dir)).returncode == 0
@@ -198,11 +205,12 @@ def test_copy_found_by_name_when_the_recorded_file_moved(project: Path) -> None:
     info = json.loads((run_dir / "run.json").read_text())
     (run_dir / "run.json").write_text(json.dumps({**info, "location": "/gone/split.py"}))
     (project / "experiments" / "split.py").write_text(SPLIT + "\n# changed\n")
-    out = evr1("run", "--resume", str(run_dir), "--dry-run", cwd=project)
-    assert out.returncode == 0, out.stderr  # helpers is imported from the folder of the file found by name
+    out = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=project)
+    assert out.returncode == 0, out.stderr  # a fresh process imports helpers from the folder of the file found by name
     assert f"note: {project}/experiments/split.py differs from this run's copy" in out.stderr
 
 
+@pytest.mark.usefixtures("experiment_imports_restored")
 def test_run_state_and_failure_marker(tmp_path: Path) -> None:
     from evr1.run_dir import last_failure, log_event, read_info
 

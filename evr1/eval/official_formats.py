@@ -109,8 +109,9 @@ def video_mmmu_item(row: Row) -> float | None:
 
 VIDEO_MMMU = Official(
     "Overall: mean of the Perception, Comprehension and Adaptation accuracies (multiple choice read as lmms-eval reads"
-    " it; numeric answers by the MMMU open-answer parser, an empty one dropped)",
-    agg.macro("track", name="overall"), video_mmmu_item,
+    " it; numeric answers by the MMMU open-answer parser, an empty one dropped); tables by track, and within each track"
+    " by domain and subject (lmms-eval's per-task tables)",
+    agg.macro("track", "track_domain", "track_subject", name="overall"), video_mmmu_item,
     source="EvolvingLMMs-Lab/VideoMMMU README leaderboard (Overall = mean of the three tracks); lmms-eval 0.7.3"
            " tasks/videommmu/utils.py (its reader: _task_utils/mcq_extract.py; parse_open_response, eval_open)",
 )

@@ -202,6 +202,9 @@ def test_video_mmmu_official_nested_files_import_with_track_ids(tmp_path: Path) 
         ("video_mmmu/Adaptation/validation_Chemistry_13", "numerical", "12.97", "Adaptation",
          ["video_mmmu/videos/validation_Chemistry_13.mp4"]),
     ]
+    assert [(r.meta["track_subject"], r.meta["track_domain"]) for r in records] == [
+        ("Perception: Biology", "Perception: Science"), ("Adaptation: Biology", "Adaptation: Science"),
+        ("Adaptation: Chemistry", "Adaptation: Science")]
 
 
 def test_video_mmmu_unknown_shape_says_which_is_expected(tmp_path: Path) -> None:

@@ -406,6 +406,33 @@ def test_video_mmmu_reads_letters_beyond_d_and_numbers_officially() -> None:
     assert official["score"] == pytest.approx((50 + 0) / 2)
 
 
+def test_video_mmmu_tables_by_domain_and_subject_within_each_track() -> None:
+    def mmmu(track: str, subject: str, right: bool) -> dict[str, Any]:
+        domain = {"Art": "Art and Design", "Music": "Art and Design", "Math": "Science"}[subject]
+        return {**row("A", "A" if right else "B", float(right), track=track, track_subject=f"{track}: {subject}",
+                      track_domain=f"{track}: {domain}"), "options": ["x", "y"]}
+
+    rows = [mmmu("Perception", "Art", True), mmmu("Perception", "Art", False), mmmu("Perception", "Music", True),
+            mmmu("Perception", "Math", False), mmmu("Adaptation", "Math", True)]
+    tables = block(BENCHMARKS.get("video_mmmu"), rows, "official")["breakdowns"]
+    # instance-level within each track's domain (Art 1/2 + Music 1/1 = 2/3), as lmms-eval's per-task "Overall-<domain>"
+    assert tables["track_domain"] == {"Adaptation: Science": {"score": 100.0, "n": 1},
+                                      "Perception: Art and Design": {"score": pytest.approx(200 / 3), "n": 3},
+                                      "Perception: Science": {"score": 0.0, "n": 1}}
+    assert tables["track_subject"]["Perception: Art"] == {"score": 50.0, "n": 2}
+    assert set(tables["track_subject"]) == {"Perception: Art", "Perception: Music", "Perception: Math", "Adaptation: Math"}
+
+
+@pytest.mark.parametrize(("rid", "subject"), [
+    ("dev_Art_Theory_12", "Art_Theory"), ("validation_Math_1_2", "Math_1"), ("test_Music_3", "Music"),
+    ("p1", None), ("dev_Math", None), ("dev_Math_x", None),
+])
+def test_mmmu_subject_of_an_id(rid: str, subject: str | None) -> None:
+    from evr1.eval.official import mmmu_subject
+
+    assert mmmu_subject(rid) == subject
+
+
 # -- Charades-STA: the span the task's reader takes, as given ---------------------------------------------------------
 
 

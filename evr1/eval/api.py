@@ -25,7 +25,7 @@ from evr1.eval.benchmark import Benchmark
 from evr1.eval.prompting import LETTERS
 from evr1.eval.protocols import Protocol, needs_official_judge
 from evr1.eval.report import write_run
-from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder
+from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder, engine_chooses
 from evr1.eval.runner import RunOptions, evaluate_benchmark
 from evr1.run_dir import CONFIG_FILE, FINAL_MODEL
 from evr1.specs import EvalSpec, JudgeSpec, ModelSpec, RewardSpec
@@ -199,18 +199,20 @@ def run_loaded(loaded: Sequence[Loaded], responder: Responder, run_dir: str | Pa
     return write_run(run_dir, results)
 
 
-def require_choices(loaded: Sequence[Loaded], responder: Responder, protocol: Protocol) -> None:
-    """A ConfigError when a model is to answer a benchmark whose official headline chooses answers by the model's
-    logits (LiveSports-3K) and the model's engine gives none. vLLM could (a one-token request restricted to the
-    candidate tokens, `allowed_token_ids`, greedy: its token is their arg-max), but evr1's vLLM engine does not ask."""
-    if protocol != "official" or not isinstance(responder, EngineResponder) or responder.chooses:
+def require_choices(benches: Iterable[Benchmark], engine: Any, protocol: Protocol) -> None:
+    """A ConfigError when `engine` is to answer a benchmark whose official headline chooses answers by the model's
+    logits (LiveSports-3K) and the engine gives none (`engine_chooses`). vLLM could (a one-token request restricted to
+    the candidate tokens, `allowed_token_ids`, greedy: its token is their arg-max), but evr1's vLLM engine does not
+    ask. Called before an evaluation, and by a training run's rollout worker when it evaluates periodically."""
+    if protocol != "official" or engine_chooses(engine):
         return
-    for b in loaded:
-        if b.bench.official is not None and b.bench.official.choice is not None:
-            raise ConfigError(f"benchmark {b.bench.name!r}: its official scorer chooses each answer by the model's logits"
-                              f" over the option letters, which the {type(responder.engine).__name__} engine does not"
-                              " give: evaluate it with the HF engine (`--engine hf`), or choose the strict headline"
-                              " (`--protocol strict`): its official block is then unavailable")
+    for bench in benches:
+        if bench.official is not None and bench.official.choice is not None:
+            raise ConfigError(f"benchmark {bench.name!r}: its official scorer chooses each answer by the model's logits"
+                              f" over the option letters, which the {type(engine).__name__} engine does not"
+                              " give: evaluate it with the HF engine (`--engine hf`, `rollout.engine='hf'`), or choose"
+                              " the strict headline (`--protocol strict`, `eval.protocol='strict'`): its official block"
+                              " is then unavailable")
 
 
 def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, benchmarks: Sequence[str] | None = None,
@@ -218,7 +220,8 @@ def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, bench
     """Evaluate (or resume) the benchmarks of `spec` (or `benchmarks`) and write the run's reports (`require_choices`
     first)."""
     loaded = load_benchmarks(spec, benchmarks, data_root)
-    require_choices(loaded, responder, spec.protocol)
+    if isinstance(responder, EngineResponder):
+        require_choices((b.bench for b in loaded), responder.engine, spec.protocol)
     options = RunOptions(spec.batch_size, spec.media_workers, spec.prefetch)
     return run_loaded(loaded, responder, run_dir, run_settings(spec, responder), options, spec.protocol)
 

@@ -97,6 +97,12 @@ class ScriptedResponder:
         return {"responder": "scripted", "prompt_mode": self.mode}
 
 
+def engine_chooses(engine: Any) -> bool:
+    """Whether `engine` gives next-token logits for answers chosen among candidate tokens (`choice_logits`: the HF
+    engine)."""
+    return callable(getattr(engine, "choice_logits", None))
+
+
 class EngineResponder:
     """Greedy answers of a rollout engine, with media from a `MediaLoader` (cache or live)."""
 
@@ -110,8 +116,7 @@ class EngineResponder:
 
     @property
     def chooses(self) -> bool:
-        """Whether its engine gives next-token logits (`choice_logits`: the HF engine)."""
-        return callable(getattr(self.engine, "choice_logits", None))
+        return engine_chooses(self.engine)
 
     def prepare(self, record: Record, choice: LogitChoice | None = None) -> Prepared:
         """The generation prompt of `record` and, with `choice`, the prompt of its official choice (same media)."""

@@ -95,6 +95,11 @@ class RolloutWorker(Placed):
         self.exp = exp
         self.processor = load_processor(exp.model)
         self.engine = ENGINES.get(exp.rollout.engine or default_engine()).from_spec(exp.model, exp.rollout)
+        if exp.eval.every_steps and exp.eval.benchmarks:  # refused now, not at the first evaluation
+            from evr1.eval.api import require_choices
+            from evr1.registry import BENCHMARKS
+
+            require_choices([BENCHMARKS.get(b) for b in exp.eval.benchmarks], self.engine, exp.eval.protocol)
         self.prompters = {split: _prompter(exp, self.processor, root) for split, root in roots.items()}
 
     def generate(

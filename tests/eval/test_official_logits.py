@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evr1.errors import ConfigError, Evr1Error
-from evr1.eval.api import engine_responder, evaluate, evaluate_responses, load_benchmarks, require_choices
+from evr1.eval.api import engine_responder, evaluate, evaluate_responses, require_choices
 from evr1.eval.official_logits import LIVECC
 from evr1.eval.protocols import blocks
 from evr1.eval.responders import EngineResponder
 from evr1.models.forward import collate, rope_positions
 from evr1.models.testing import tiny_spec
-from evr1.registry import BENCHMARKS
+from evr1.registry import BENCHMARKS, ENGINES
 from evr1.specs import EvalSpec, VideoSpec
 
 NAME = "livesports3k_qa"
@@ -134,10 +134,43 @@ class _NoLogits:
 
 def test_an_engine_without_logits_is_refused_under_the_official_headline(bench_root: Path, processor: Any) -> None:
     responder = EngineResponder(_NoLogits(), processor, None, None)
-    loaded = load_benchmarks(EvalSpec(), [NAME], bench_root)
     with pytest.raises(ConfigError, match=r"livesports3k_qa.*logits.*_NoLogits engine.*--engine hf.*--protocol strict"):
-        require_choices(loaded, responder, "official")
-    require_choices(loaded, responder, "strict")  # the strict headline runs; its official block is unavailable
+        evaluate(EvalSpec(benchmarks=(NAME,)), responder, bench_root / "run", data_root=bench_root)
+    benches = [BENCHMARKS.get(NAME), BENCHMARKS.get("mvbench")]
+    with pytest.raises(ConfigError, match=r"livesports3k_qa"):
+        require_choices(benches, _NoLogits(), "official")
+    require_choices(benches, _NoLogits(), "strict")  # the strict headline runs; its official block is unavailable
+    require_choices([BENCHMARKS.get("mvbench")], _NoLogits(), "official")  # no benchmark chooses by logits
+
+
+def test_a_training_run_with_such_an_engine_is_refused_when_its_rollout_worker_starts(model_cache: Path) -> None:
+    from evr1.experiment import Experiment
+    from evr1.runner.actors import RolloutWorker
+    from evr1.specs import RolloutSpec
+
+    class NoLogits(_NoLogits):  # the engine contract, without `choice_logits`
+        version = 0
+
+        @classmethod
+        def from_spec(cls, model: Any, rollout: Any, *, device: str = "cpu") -> NoLogits:
+            return cls()
+
+        def generate(self, prompts: Any, params: Any) -> list[Any]:
+            raise AssertionError("not reached")
+
+        def load_weights(self, weights: Any) -> None:
+            raise AssertionError("not reached")
+
+    ENGINES.register("test/no_logits", NoLogits)
+    try:
+        exp = Experiment(model=tiny_spec("qwen2.5-vl", model_cache), rollout=RolloutSpec(engine="test/no_logits"),
+                         eval=EvalSpec(benchmarks=(NAME, "mvbench"), every_steps=5))
+        with pytest.raises(ConfigError, match=r"livesports3k_qa.*NoLogits engine.*rollout.engine='hf'"):
+            RolloutWorker(exp, {})
+        RolloutWorker(exp.model_copy(update={"eval": EvalSpec(benchmarks=(NAME,), every_steps=0)}), {})  # no eval
+        RolloutWorker(exp.model_copy(update={"eval": EvalSpec(benchmarks=(NAME,), every_steps=5, protocol="strict")}), {})
+    finally:
+        ENGINES.unregister("test/no_logits")
 
 
 def _responses(path: Path, rows: list[dict[str, Any]]) -> Path:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TypeVar
 
 
 class Judge(ThreadingHTTPServer):
@@ -60,11 +61,22 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+S = TypeVar("S", bound=ThreadingHTTPServer)
+
+
 @contextmanager
-def running_judge() -> Iterator[Judge]:
-    server = Judge()
+def serving(server: S) -> Iterator[S]:
+    """`server` answering on a background thread until the block ends (then shut down and closed)."""
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def running_judge() -> Iterator[Judge]:
+    with serving(Judge()) as server:
+        yield server

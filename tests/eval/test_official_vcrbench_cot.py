@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from judge_server import Judge
+from judge_server import Judge, serving
 
 from evr1.data.records import Record
 from evr1.eval import official_vcrbench as vcr
@@ -166,14 +166,8 @@ class ScriptedJudge(Judge):
 
 @contextmanager
 def scripted_judge(script: Sequence[str]) -> Iterator[ScriptedJudge]:
-    server = ScriptedJudge(script)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(ScriptedJudge(script)) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 REASONING = ["1. 0:00-0:04, a blue square is shown.", "2. So it is blue."]

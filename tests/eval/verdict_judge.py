@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from judge_server import Judge
+from judge_server import Judge, serving
 
 from evr1.eval.official_prompts import VCRBENCH_PRECISION, VCRBENCH_RECALL
 
@@ -92,10 +92,5 @@ def running_verdict_judge(verdicts: Mapping[str, str]) -> Iterator[VerdictJudge]
     """A VerdictJudge serving on 127.0.0.1 with `verdicts` (candidate -> reply)."""
     server = VerdictJudge()
     server.verdicts.update(verdicts)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -18,7 +18,7 @@ from typing import Any
 
 from evr1.data.importers import strip_option_letters
 from evr1.eval.benchmark import RowContext
-from evr1.eval.official_formats import captioning_question, fine_aspect
+from evr1.eval.official_formats import captioning_question, fine_aspect, mmmu_domain, mmmu_subject
 from evr1.eval.official_videoreason import operation_start
 
 logger = logging.getLogger("evr1.eval")
@@ -366,25 +366,6 @@ def mmvu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
 
 
 VIDEO_MMMU_TRACKS = ("Perception", "Comprehension", "Adaptation")
-# The domains of the MMMU subjects, as lmms-eval 0.7.3's videommmu task groups its per-subject accuracies.
-MMMU_DOMAINS = {
-    "Art and Design": ("Art", "Art_Theory", "Design", "Music"),
-    "Business": ("Accounting", "Economics", "Finance", "Manage", "Marketing"),
-    "Science": ("Biology", "Chemistry", "Geography", "Math", "Physics"),
-    "Health and Medicine": ("Basic_Medical_Science", "Clinical_Medicine", "Diagnostics_and_Laboratory_Medicine",
-                            "Pharmacy", "Public_Health"),
-    "Humanities and Social Science": ("History", "Literature", "Sociology", "Psychology"),
-    "Tech and Engineering": ("Agriculture", "Architecture_and_Engineering", "Computer_Science", "Electronics",
-                             "Energy_and_Power", "Materials", "Mechanical_Engineering"),
-}
-_MMMU_DOMAIN_OF = {subject: domain for domain, subjects in MMMU_DOMAINS.items() for subject in subjects}
-
-
-def mmmu_subject(rid: Any) -> str | None:
-    """The subject an MMMU id names between its first segment and its final number ("dev_Art_Theory_12" ->
-    "Art_Theory"), as lmms-eval's task reads it; None for an id of another form."""
-    parts = str(rid).split("_")
-    return "_".join(parts[1:-1]) if len(parts) >= 3 and parts[-1].isdigit() else None
 
 
 def video_mmmu(row: Row, ctx: RowContext) -> list[dict[str, Any]]:
@@ -406,7 +387,7 @@ def _video_mmmu_item(row: Row, ctx: RowContext, track: str) -> dict[str, Any]:
         media.append({"kind": "image", "path": ctx.media(row["image"])})
     rid = f"{track}/{row['id']}"
     subject = mmmu_subject(row["id"])
-    domain = _MMMU_DOMAIN_OF.get(subject or "")
+    domain = mmmu_domain(subject)
     meta = {"track": track, "track_subject": subject and f"{track}: {subject}", "track_domain": domain and f"{track}: {domain}"}
     if row.get("options"):
         return mc(rid, row["question"], option_list(row["options"]), row["answer"], media, **meta)

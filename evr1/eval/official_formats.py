@@ -107,6 +107,32 @@ def video_mmmu_item(row: Row) -> float | None:
     return 1.0 if lmms_choice(text, letters) == row["answer"] else 0.0
 
 
+# The domains of the MMMU subjects, as lmms-eval 0.7.3's videommmu task groups its per-subject accuracies.
+MMMU_DOMAINS = {
+    "Art and Design": ("Art", "Art_Theory", "Design", "Music"),
+    "Business": ("Accounting", "Economics", "Finance", "Manage", "Marketing"),
+    "Science": ("Biology", "Chemistry", "Geography", "Math", "Physics"),
+    "Health and Medicine": ("Basic_Medical_Science", "Clinical_Medicine", "Diagnostics_and_Laboratory_Medicine",
+                            "Pharmacy", "Public_Health"),
+    "Humanities and Social Science": ("History", "Literature", "Sociology", "Psychology"),
+    "Tech and Engineering": ("Agriculture", "Architecture_and_Engineering", "Computer_Science", "Electronics",
+                             "Energy_and_Power", "Materials", "Mechanical_Engineering"),
+}
+_MMMU_DOMAIN_OF = {subject: domain for domain, subjects in MMMU_DOMAINS.items() for subject in subjects}
+
+
+def mmmu_subject(rid: Any) -> str | None:
+    """The subject an MMMU id names between its first segment and its final number ("dev_Art_Theory_12" ->
+    "Art_Theory"), as lmms-eval's task reads it; None for an id of another form."""
+    parts = str(rid).split("_")
+    return "_".join(parts[1:-1]) if len(parts) >= 3 and parts[-1].isdigit() else None
+
+
+def mmmu_domain(subject: str | None) -> str | None:
+    """The domain of an MMMU subject; None for a subject outside the task's six domains."""
+    return _MMMU_DOMAIN_OF.get(subject or "")
+
+
 VIDEO_MMMU = Official(
     "Overall: mean of the Perception, Comprehension and Adaptation accuracies (multiple choice read as lmms-eval reads"
     " it; numeric answers by the MMMU open-answer parser, an empty one dropped); tables by track, and within each track"

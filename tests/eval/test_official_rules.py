@@ -423,16 +423,6 @@ def test_video_mmmu_tables_by_domain_and_subject_within_each_track() -> None:
     assert set(tables["track_subject"]) == {"Perception: Art", "Perception: Music", "Perception: Math", "Adaptation: Math"}
 
 
-@pytest.mark.parametrize(("rid", "subject"), [
-    ("dev_Art_Theory_12", "Art_Theory"), ("validation_Math_1_2", "Math_1"), ("test_Music_3", "Music"),
-    ("p1", None), ("dev_Math", None), ("dev_Math_x", None),
-])
-def test_mmmu_subject_of_an_id(rid: str, subject: str | None) -> None:
-    from evr1.eval.official import mmmu_subject
-
-    assert mmmu_subject(rid) == subject
-
-
 # -- Charades-STA: the span the task's reader takes, as given ---------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ answer, and equality with lmms-eval's own `parse_open_response` + `eval_open` on
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evr1.eval import official_formats as formats
+from evr1.eval.official_formats import MMMU_DOMAINS, mmmu_subject
 from evr1.eval.protocols import block
 from evr1.registry import BENCHMARKS
 
@@ -60,24 +61,39 @@ _PIECES = st.sampled_from(["42", "3", "1,000", "2.5", "0", "-7", ".5", "1e3", "1
 _ANSWERS = st.sampled_from(["42", "3", "1,000", "2.5", "0", "-7", "0.5", "1000", "blue", "b", "cats"])
 
 
-def _lmms_open_parser() -> tuple[Callable, Callable]:
-    """lmms-eval's `parse_open_response` and `eval_open` (the task module reads HF_HOME when imported: set for that)."""
+def _lmms_task_utils() -> ModuleType:
+    """lmms-eval's videommmu task module (it reads HF_HOME when imported: set for that)."""
     unset = "HF_HOME" not in os.environ
     os.environ.setdefault("HF_HOME", "/nonexistent-hf-home")
     try:
-        from lmms_eval.tasks.videommmu.utils import eval_open, parse_open_response
+        from lmms_eval.tasks.videommmu import utils
     finally:
         if unset:
             del os.environ["HF_HOME"]
-    return parse_open_response, eval_open
+    return utils
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_PIECES, min_size=1, max_size=12).map("".join), _ANSWERS)
 def test_equals_lmms_evals_open_answer_parser(response: str, answer: str) -> None:
-    parse_open_response, eval_open = _lmms_open_parser()
+    utils = _lmms_task_utils()
+    parse_open_response, eval_open = utils.parse_open_response, utils.eval_open
     parsed = parse_open_response(response)
     if parsed == "API Error":
         assert response in formats.MMMU_DROPPED
         return
     assert formats.mmmu_open_right(response, answer) is eval_open(answer, parsed)
+
+
+@pytest.mark.parametrize(("rid", "subject"), [
+    ("dev_Art_Theory_12", "Art_Theory"), ("validation_Math_1_2", "Math_1"), ("test_Music_3", "Music"),
+    ("p1", None), ("dev_Math", None), ("dev_Math_x", None),
+])
+def test_mmmu_subject_of_an_id(rid: str, subject: str | None) -> None:
+    assert mmmu_subject(rid) == subject
+    if subject is not None:  # the task's own reader of the id agrees (it raises on the other forms)
+        assert _lmms_task_utils().extract_subset_name(rid) == subject
+
+
+def test_mmmu_domains_are_the_tasks() -> None:
+    assert {d: list(s) for d, s in MMMU_DOMAINS.items()} == _lmms_task_utils().DOMAIN_CAT2SUB_CAT

@@ -360,13 +360,14 @@ def finished(run_dir: Path, steps: int) -> bool:
     return bool(rows) and rows[-1]["step"] == steps
 
 
-def resume_message(run_dir: Path, save_every: int) -> str:
-    """Where `evr1 run --resume` restarts the run in `run_dir`."""
+def resume_message(run_dir: Path, save_every: int, save_every_minutes: float = 0.0) -> str:
+    """Where `evr1 run --resume` restarts the run in `run_dir` (saving by the cadence given)."""
 
     folder = latest_checkpoint(Path(run_dir))
     if folder is not None:
         return f"resuming from checkpoint {folder.name}"
-    why = "save_every=0" if not save_every else f"none saved yet, save_every={save_every}"
+    cadence = f"save_every={save_every}" + (f", save_every_minutes={save_every_minutes:g}" if save_every_minutes else "")
+    why = cadence if not (save_every or save_every_minutes) else f"none saved yet, {cadence}"
     return f"no checkpoint ({why}): starting again from step 0"
 
 
@@ -392,9 +393,17 @@ def failed_message(run_dir: Path, step: int, code: Path | None = None) -> str:
 
 
 def interrupted_message(run_dir: Path, step: int) -> str:
-    """What to tell the user when a run is stopped with Ctrl-C during `step`."""
+    """What to tell the user when a run is stopped at once (a second Ctrl-C) during `step`."""
 
     folder = latest_checkpoint(Path(run_dir))
     if folder is None:
-        return f"interrupted at step {step}; no checkpoint was saved: `evr1 run --resume {run_dir}` starts again from step 0"
+        return (f"interrupted at step {step}; no checkpoint was saved: `evr1 run --resume {run_dir}` starts again from"
+                " step 0 (checkpoints come every trainer.save_every steps and trainer.save_every_minutes minutes, and"
+                " when a single Ctrl-C or SIGTERM stops the run after the step in progress)")
     return f"interrupted at step {step}; continue with `evr1 run --resume {run_dir}` (from {folder.name})"
+
+
+def stopped_message(run_dir: Path, signal_name: str, step: int, checkpoint: str) -> str:
+    """What to tell the user when a signal stopped a run after `step` with a checkpoint."""
+    return (f"stopped on {signal_name} after step {step} with checkpoint {checkpoint}; continue with"
+            f" `evr1 run --resume {run_dir}`")

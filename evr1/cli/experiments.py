@@ -335,11 +335,15 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
     """Train, recording in `run.json` that the run is running, then finished, interrupted or failed; a failure
     ends with one line saying where the run stopped and how to resume it."""
     from evr1.run_dir import SOURCE_FILE, failed_message, log_event, original_source, process_info, stopped_step
+    from evr1.runner.loop.preemption import EXIT_STOPPED, Stopped
     from evr1.runner.loop.train import train
 
     log_event(target, "running", resumed=resume, **process_info())
     try:
         train(experiment, target, resume=resume, source=source)
+    except Stopped as exc:  # a signal asked for it: `train` said where it stopped and how to continue
+        log_event(target, "interrupted", step=exc.step, signal=exc.signal_name, checkpoint=exc.checkpoint)
+        raise typer.Exit(EXIT_STOPPED) from None
     except KeyboardInterrupt as exc:  # `train` said where it stopped and how to continue
         log_event(target, "interrupted", step=getattr(exc, "evr1_step", None) or stopped_step(target))
         raise typer.Exit(130) from None

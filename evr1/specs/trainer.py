@@ -42,7 +42,16 @@ class TrainerSpec(Spec):
     # while the learners update (stale rows get the decoupled-PPO correction, `OffPolicySpec`); 0: in turn.
     max_staleness: Annotated[int, Field(ge=0)] = 0
     seed: int = 0
+    # Checkpoint cadence: after every `save_every` steps (0: none by count) and after the first step ending
+    # `save_every_minutes` after the last checkpoint (0: none by time), whichever comes first. Any cadence
+    # gives an exact resume; the time-based one bounds the work a preemption or a crash can lose.
     save_every: Annotated[int, Field(ge=0)] = 0
+    save_every_minutes: Annotated[float, Field(ge=0)] = 30.0
+    # Preemption: SIGTERM, or a first Ctrl-C, stops the run at the end of the step in progress with a
+    # checkpoint (exit status 75). Past `stop_grace_s` from the signal it stops at once instead, keeping
+    # the previous checkpoint: set it below the scheduler's own grace (Slurm `--signal`, Kubernetes
+    # `terminationGracePeriodSeconds`) less the time a checkpoint takes to write.
+    stop_grace_s: PositiveFloat = 120.0
     val_every: Annotated[int, Field(ge=0)] = 0
     log_samples: Annotated[int, Field(ge=0)] = 2
     run_root: str = "runs"
@@ -59,8 +68,9 @@ class TrainerSpec(Spec):
     def _retention(self) -> TrainerSpec:
         if self.keep_best is not None and not self.keep_checkpoints:
             raise ValueError("trainer.keep_best goes with trainer.keep_checkpoints > 0 (with 0 every checkpoint is kept)")
-        if self.keep_checkpoints and not self.save_every:
-            raise ValueError("trainer.keep_checkpoints needs trainer.save_every > 0: this run saves no checkpoints")
+        if self.keep_checkpoints and not (self.save_every or self.save_every_minutes):
+            raise ValueError("trainer.keep_checkpoints needs trainer.save_every > 0 or trainer.save_every_minutes > 0:"
+                             " this run saves no checkpoints")
         return self
 
 

@@ -32,9 +32,17 @@ from typing import Any
 
 from evr1.experiment import Experiment
 from evr1.experiment_files import ExperimentSource, import_source
-from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message
+from evr1.run_dir import (
+    FINAL_MODEL,
+    SAMPLES_FILE,
+    interrupted_message,
+    latest_checkpoint,
+    resume_message,
+    stopped_message,
+)
 from evr1.runner.loop.data_failures import FAILURES_FILE, DataFailures
 from evr1.runner.loop.pipeline import Generation, load_in_flight, save_in_flight
+from evr1.runner.loop.preemption import Stopped, StopSignals
 from evr1.runner.loop.resume import discard_evaluations, load_checkpoint, save_checkpoint
 from evr1.runner.loop.reward_phase import Scorer, greedy_baselines, sample_row
 from evr1.runner.ray.cluster import ray_session
@@ -57,6 +65,7 @@ class Trainer:
 
     workers: Workers
     scorer: Scorer
+    signals: StopSignals
 
     def __init__(self, exp: Experiment, run_dir: Path, source: ExperimentSource | None = None) -> None:
         from evr1.models import load_processor
@@ -300,6 +309,23 @@ class Trainer:
         write = (lambda folder: save_in_flight(folder, in_flight)) if in_flight else None
         return save_checkpoint(self.run_dir, step, self.workers, state, write)
 
+    def save_if_due(self, step: int) -> Path | None:
+        """Checkpoint after `step` when `trainer.save_every` steps or `trainer.save_every_minutes` have passed."""
+        t = self.exp.trainer
+        by_steps = t.save_every and step % t.save_every == 0
+        by_time = t.save_every_minutes and time.monotonic() - self.last_saved >= 60 * t.save_every_minutes
+        return self.save_and_prune(step) if by_steps or by_time else None
+
+    def save_and_prune(self, step: int) -> Path:
+        """Checkpoint after `step`, then apply the retention settings (`evr1.runner.loop.retention`)."""
+        from evr1.run_dir import read_metrics
+        from evr1.runner.loop.retention import prune_checkpoints
+
+        folder = self.save(step)
+        self.last_saved = time.monotonic()
+        prune_checkpoints(self.run_dir, self.exp.trainer, read_metrics(self.run_dir))
+        return folder
+
     def restore(self, folder: Path) -> int:
         state = load_checkpoint(folder, self.exp.trainer.steps, self.workers)
         self.sampler.load_state_dict(state["sampler"])
@@ -313,18 +339,26 @@ class Trainer:
 
     # -- the loop -----------------------------------------------------------------------------
     def fit(self, *, resume: bool = False) -> list[dict[str, Any]]:
+        """Train (or continue, with `resume`) to `trainer.steps`; a first SIGTERM or SIGINT ends it after the step
+        in progress with a checkpoint, raising `Stopped` (`evr1.runner.loop.preemption`)."""
+        t = self.exp.trainer
+        self.signals = StopSignals(t.stop_grace_s)
+        with self.signals:  # after Ray's own SIGTERM handler (`ray.init`), which this one replaces while the loop runs
+            return self.run_loop(resume)
+
+    def run_loop(self, resume: bool) -> list[dict[str, Any]]:
+        """Start the workers, restore the latest checkpoint when resuming, train the remaining steps, export."""
         from tqdm import tqdm
 
         from evr1.run_dir import read_metrics
         from evr1.runner.loop.metrics import MetricsLogger, sampled_accuracy, truncate_jsonl
-        from evr1.runner.loop.retention import prune_checkpoints
         from evr1.runner.loop.run_report import write_report
 
         t = self.exp.trainer
         self.start_workers()
         start, logged_from = 0, None
         if resume:
-            print(resume_message(self.run_dir, t.save_every))
+            print(resume_message(self.run_dir, t.save_every, t.save_every_minutes))
             folder = latest_checkpoint(self.run_dir)
             start = self.restore(folder) if folder is not None else 0
             logged_from = start + 1 if start else 0  # from scratch: step 0's validation is logged again
@@ -332,7 +366,7 @@ class Trainer:
             truncate_jsonl(self.run_dir / FAILURES_FILE, logged_from)
             discard_evaluations(self.run_dir, max(logged_from, 1))
         logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard, wandb_project=t.wandb_project, resume_step=logged_from)
-        self.current_step = start
+        self.current_step, self.last_saved = start, time.monotonic()
         self.workers.sync_weights(start)
         self.synced = self.updates
         if start == 0 and t.val_every:
@@ -356,9 +390,9 @@ class Trainer:
                     acc=f"{sampled_accuracy(metrics):.2f}",
                     s_step=f"{metrics['timing/step']:.1f}",
                 )
-                if t.save_every and step % t.save_every == 0:
-                    self.save(step)
-                    prune_checkpoints(self.run_dir, t, read_metrics(self.run_dir))
+                saved = self.save_if_due(step)
+                if self.signals.requested:
+                    raise Stopped(self.signals.requested, step, (saved or self.save_and_prune(step)).name)
         except TrainingError as exc:  # e.g. too many unreadable media: report what was logged, then fail
             if getattr(exc, "metrics", None):
                 logger.log(self.current_step, exc.metrics)
@@ -392,9 +426,10 @@ def response_metrics(flat: Sequence[tuple[int, Any]]) -> dict[str, float]:
 def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: ExperimentSource | None = None) -> list[dict[str, Any]]:
     """Run (or continue) the experiment in `run_dir`; returns the logged metric rows.
 
-    `source`: the experiment's file or module, imported by every worker (see `Trainer`). On Ctrl-C
-    it prints the step it stopped at and how to continue, and raises `KeyboardInterrupt` again. An
-    exception that ends the run carries that step as `evr1_step`.
+    `source`: the experiment's file or module, imported by every worker (see `Trainer`). A first SIGTERM
+    or Ctrl-C ends the run after the step in progress with a checkpoint and raises `Stopped`; a second
+    one raises `KeyboardInterrupt` at once. Either way it prints where the run stopped and how to
+    continue. An exception that ends the run carries that step as `evr1_step`.
     """
     started = time.time()
     trainer = None
@@ -406,6 +441,8 @@ def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: Exper
         exc.evr1_step = trainer.current_step if trainer else 0  # type: ignore[attr-defined]
         if isinstance(exc, KeyboardInterrupt):
             print(interrupted_message(Path(run_dir), exc.evr1_step), file=sys.stderr)
+        if isinstance(exc, Stopped):
+            print(stopped_message(Path(run_dir), exc.signal_name, exc.step, exc.checkpoint), file=sys.stderr)
         raise
     print(f"done in {time.time() - started:.0f} s; report: {Path(run_dir) / 'report.md'}")
     return rows

@@ -61,7 +61,7 @@ def test_incomplete_checkpoints_are_neither_counted_nor_removed(tmp_path: Path) 
     ("fields", "message"),
     [
         ({"save_every": 1, "keep_best": "acc"}, "trainer.keep_best goes with trainer.keep_checkpoints > 0"),
-        ({"keep_checkpoints": 2}, "trainer.keep_checkpoints needs trainer.save_every > 0"),
+        ({"keep_checkpoints": 2, "save_every_minutes": 0}, "trainer.keep_checkpoints needs trainer.save_every > 0"),
         ({"save_every": 1, "keep_checkpoints": 1, "best_mode": "best"}, "Input should be 'max' or 'min'"),
     ],
 )

@@ -3,7 +3,7 @@
 A call that overruns its timeout kills its worker (which is then replaced), so code that cannot
 be interrupted from a thread (sympy inside math-verify, whose own timeout uses `signal.alarm`
 and works only in a main thread) never blocks the caller. A worker is `python -m
-evr1.rewards.process_worker module:function`, speaking JSON lines over its stdin/stdout: it is
+evr1.rewards.process_worker module:function [warm_up [warm_up_args]]`, speaking JSON lines over its stdin/stdout: it is
 independent of how the parent was started (a script, `python -`, a notebook, a threaded server),
 which `multiprocessing`'s spawn is not. Arguments and results must be JSON values.
 """
@@ -27,8 +27,9 @@ class WorkerCrashed(RuntimeError):
 
 
 class _Worker:
-    def __init__(self, target: str, warm_up: str | None, startup_timeout: float) -> None:
-        command = [sys.executable, "-m", "evr1.rewards.process_worker", target] + ([warm_up] if warm_up else [])
+    def __init__(self, target: str, warm_up: str | None, warm_up_args: tuple[Any, ...], startup_timeout: float) -> None:
+        command = [sys.executable, "-m", "evr1.rewards.process_worker", target]
+        command += [warm_up, json.dumps(list(warm_up_args))] if warm_up else []
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self._buffer = b""
         try:
@@ -74,10 +75,13 @@ class _Worker:
 
 
 class WorkerPool:
-    """`size` workers running `module:function` (after `warm_up`, e.g. imports); `call` waits for a free one."""
+    """`size` workers running `module:function` (after `warm_up(*warm_up_args)`, e.g. imports); `call` waits for a
+    free one. A worker that overruns a call or dies is closed, and a new one started for the next call."""
 
-    def __init__(self, target: str, size: int, warm_up: str | None = None, startup_timeout: float = 120.0) -> None:
+    def __init__(self, target: str, size: int, warm_up: str | None = None, startup_timeout: float = 120.0,
+                 warm_up_args: tuple[Any, ...] = ()) -> None:
         self.target, self.size, self.warm_up, self.startup_timeout = target, size, warm_up, startup_timeout
+        self.warm_up_args = warm_up_args
         self._idle: queue.Queue[_Worker | None] = queue.Queue()
         for _ in range(size):
             self._idle.put(None)  # started lazily
@@ -86,7 +90,7 @@ class WorkerPool:
         worker = self._idle.get()
         try:
             if worker is None:
-                worker = _Worker(self.target, self.warm_up, self.startup_timeout)
+                worker = _Worker(self.target, self.warm_up, self.warm_up_args, self.startup_timeout)
             return worker.call(args, timeout)
         except (TimeoutError, WorkerCrashed, OSError, ValueError):
             if worker is not None:
@@ -106,16 +110,17 @@ class WorkerPool:
                 worker.close()
 
 
-_POOLS: dict[tuple[str, int], WorkerPool] = {}
+_POOLS: dict[tuple[str, int, str | None, str], WorkerPool] = {}
 _LOCK = threading.Lock()
 
 
-def shared_pool(target: str, size: int, warm_up: str | None = None) -> WorkerPool:
-    """The process-wide pool for `target` with `size` workers (created on first use)."""
+def shared_pool(target: str, size: int, warm_up: str | None = None, warm_up_args: tuple[Any, ...] = ()) -> WorkerPool:
+    """The process-wide pool for `target` with `size` workers warmed up by `warm_up(*warm_up_args)` (created on
+    first use)."""
     with _LOCK:
-        key = (target, size)
+        key = (target, size, warm_up, json.dumps(list(warm_up_args)))
         if key not in _POOLS:
-            _POOLS[key] = WorkerPool(target, size, warm_up)
+            _POOLS[key] = WorkerPool(target, size, warm_up, warm_up_args=warm_up_args)
         return _POOLS[key]
 
 

@@ -1,4 +1,6 @@
-"""The worker behind `process_pool`: `python -m evr1.rewards.process_worker module:function [warm_up]`.
+"""The worker behind `process_pool`: `python -m evr1.rewards.process_worker module:function [warm_up [args]]`.
+
+`warm_up` (a `module:function`) runs once before the first call, with `args` (a JSON list) when given.
 
 Reads one JSON list of arguments per line from stdin and answers one JSON line on the original
 stdout (`{"status": "ok" | "error", "value": ...}`); anything the function prints goes to stderr.
@@ -29,7 +31,7 @@ def main(argv: list[str]) -> None:
     try:
         fn = _resolve(argv[0])
         if len(argv) > 1:
-            _resolve(argv[1])()
+            _resolve(argv[1])(*(json.loads(argv[2]) if len(argv) > 2 else []))
     except Exception as exc:  # noqa: BLE001 - reported to the caller
         send("error", f"{type(exc).__name__}: {exc}")
         return

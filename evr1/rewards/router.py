@@ -5,7 +5,9 @@ Every canonical problem type routes to the reward registered under its own name
 (a plugin such as `acme/st_iou`, or `open_ended_judge`). The score is the weighted mean of the
 accuracy and format components (weights normalised to sum 1; format `none` drops it) and of the
 `RewardSpec.extra` rewards that apply to the sample (each scored on every sample, its value a
-component under its name). A reward that raises or times out (a route's or an extra one) gives
+component under its name). Rewards run in threads of this process, or in worker processes with hard time
+limits (`RewardSpec.isolation`, `evr1.rewards.isolation`). A reward that raises, times out or crashes its
+worker process (a route's or an extra one) gives
 that sample score 0 with `error` set, is logged with the sample id and counted in the metrics;
 with `fail_on_error` the step fails instead. A route the sample does not apply to (None) makes
 the whole sample not applicable. A route's `RewardOutput.note` (why a scored sample scored as it did) is kept.
@@ -25,6 +27,7 @@ from evr1.registry import REWARDS
 from evr1.rewards.contract import RewardFn, RewardInput, RewardOutput, checked_batch, spec_check, warm_up_of
 from evr1.rewards.execution import Failure, run_all
 from evr1.rewards.format_reward import format_score
+from evr1.rewards.isolation import run_in_processes
 from evr1.specs import RewardSpec
 
 logger = logging.getLogger("evr1.rewards")
@@ -82,9 +85,12 @@ class RewardRouter:
         for i, inp in enumerate(inputs):
             groups[self.route(inp.problem_type)].append(i)
         names = list(groups)
-        jobs = [(self._rewards[n], [inputs[i] for i in groups[n]]) for n in names]
-        jobs += [(self._rewards[n], list(inputs)) for n in self.extra if inputs]
-        results = run_all(jobs, self.spec)
+        jobs = [(n, self._rewards[n], [inputs[i] for i in groups[n]]) for n in names]
+        jobs += [(n, self._rewards[n], list(inputs)) for n in self.extra if inputs]
+        if self.spec.isolation == "processes":
+            results = run_in_processes(jobs, self.spec)
+        else:
+            results = run_all([(fn, batch) for _, fn, batch in jobs], self.spec)
         extras = results[len(names) :]
         outputs: list[RewardOutput | None] = [None] * len(inputs)
         for name, values in zip(names, results):

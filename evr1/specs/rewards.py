@@ -66,6 +66,12 @@ class RewardSpec(Spec):
     numeric_rel_tol: Annotated[float, Field(ge=0)] = 0.0  # opt-in numeric tolerance (0: exact)
     numeric_abs_tol: Annotated[float, Field(ge=0)] = 0.0
     timeout_s: Annotated[float, Field(gt=0)] = 10.0  # per sample; a scorer past it is reported
+    # Where rewards run: "threads" of the scoring process (cheap; a reward that holds the GIL stalls the step,
+    # and one that crashes ends the process), or "processes": each sample (a batch reward: each batch) is a call
+    # to one of `process_workers` worker processes, killed at its time limit; a worker that dies is restarted and
+    # the call made again once. Either way the sample scores 0 with the reason (`evr1.rewards.isolation`).
+    isolation: Literal["threads", "processes"] = "threads"
+    process_workers: PositiveInt = 2
     math_timeout_s: Annotated[float, Field(gt=0)] = 5.0  # process-level, per sample
     math_workers: PositiveInt = 2
     fail_on_error: bool = False  # True: a scorer error or timeout fails the step

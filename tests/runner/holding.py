@@ -4,7 +4,8 @@ there instead of racing it.
 `HOLD_SAMPLER` is experiment-file code registering the sampler `test/held_uniform`: the uniform
 sampler, drawing the same records, except that the first draw made once `{checkpoint}` exists (the
 start of the step after that checkpoint) creates `{held}` and then waits forever. A resumed run finds
-`{held}` and never waits. `HOLD_BUILD` is experiment-file code for `evr1 cache build FILE`: the build
+`{held}` and never waits. `HOLD_DRAW` holds the same way at the process's `{draw}`-th draw, but only until
+`{release}` exists: the test signals the held run, then lets it go on. `HOLD_BUILD` is experiment-file code for `evr1 cache build FILE`: the build
 process stores its first `{entries}` entries, then creates `{held}` and waits forever before the next
 one (its workers keep running). `wait_until_held` waits for that file while the process runs.
 """
@@ -32,6 +33,29 @@ class HeldUniform(UniformSampler):
             _Path({held!r}).touch()
             while True:
                 _time.sleep(1)
+        return super().sample(n)
+'''
+
+HOLD_DRAW = '''
+import time as _time
+from pathlib import Path as _Path
+
+from evr1.data.samplers import UniformSampler
+from evr1.registry import SAMPLERS
+
+
+@SAMPLERS.register("test/held_uniform")
+class HeldUniform(UniformSampler):
+    """The uniform sampler, held at this process's draw number {draw} until {release!r} exists."""
+
+    draws = 0
+
+    def sample(self, n):
+        HeldUniform.draws += 1
+        if HeldUniform.draws == {draw} and not _Path({held!r}).exists():
+            _Path({held!r}).touch()
+            while not _Path({release!r}).exists():
+                _time.sleep(0.1)
         return super().sample(n)
 '''
 
@@ -87,6 +111,19 @@ def hold_code(run_dir: Path, after_step: int) -> str:
     """`HOLD_SAMPLER` for a run in `run_dir`, held at the start of step `after_step + 1`."""
     checkpoint = run_dir / "checkpoints" / f"step_{after_step:06d}" / "trainer.json"
     return HOLD_SAMPLER.format(checkpoint=str(checkpoint), held=str(held_marker(run_dir)))
+
+
+def held_at_draw(file: Path, base: str, run_dir: Path, draw: int) -> Path:
+    """Write `file`: the experiment `base` held at its `draw`-th draw of records until `release_marker(run_dir)`
+    exists (`HOLD_DRAW`)."""
+    code = HOLD_DRAW.format(draw=draw, held=str(held_marker(run_dir)), release=str(release_marker(run_dir)))
+    file.write_text(code + BASED_ON.format(base=base))
+    return file
+
+
+def release_marker(run_dir: Path) -> Path:
+    """The file that lets a run held by `held_at_draw` go on."""
+    return run_dir.parent / f"{run_dir.name}.release"
 
 
 def held_marker(run_dir: Path) -> Path:

@@ -52,6 +52,10 @@ class TrainerSpec(Spec):
     # the previous checkpoint: set it below the scheduler's own grace (Slurm `--signal`, Kubernetes
     # `terminationGracePeriodSeconds`) less the time a checkpoint takes to write.
     stop_grace_s: PositiveFloat = 120.0
+    # Workers lost (an actor's process or node gone, e.g. kill -9, the OOM killer, a spot node) the run recovers
+    # from by itself: it records the loss, restarts the workers (within resources.placement_timeout_s) and goes on
+    # from the last checkpoint. One more loss stops the run, with the command that resumes it.
+    max_failures: Annotated[int, Field(ge=0)] = 3
     val_every: Annotated[int, Field(ge=0)] = 0
     log_samples: Annotated[int, Field(ge=0)] = 2
     run_root: str = "runs"

@@ -69,24 +69,19 @@ class Trainer:
 
     def __init__(self, exp: Experiment, run_dir: Path, source: ExperimentSource | None = None) -> None:
         from evr1.models import load_processor
-        from evr1.registry import MIXERS, SAMPLERS
+        from evr1.registry import MIXERS
         from evr1.rewards import RewardRouter
         from evr1.runner.loop.datasets import ensure_synthetic, train_split, val_splits
 
         if source is not None:
             import_source(source)
         self.exp, self.run_dir, self.source = exp, Path(run_dir), source
-        self.current_step = 0
-        self.pending: deque[Generation] = deque()  # launched, in step order; the last launched is step `launched`
-        self.launched = 0
-        self.updates = self.synced = 0  # policy updates made; those in the weights sent to the rollout worker
-        self.syncing: list[Any] = []  # the weight sync not yet waited for (pipelined)
+        self.lost_workers = 0  # recoveries from a lost worker so far (`trainer.max_failures`)
+        self.fault_metrics: dict[str, float] = {}  # logged with the next step
         if exp.data.synth is not None:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
         self.vals = val_splits(exp.data)
-        self.failures = DataFailures(self.run_dir, {"train": exp.data.train, **{v.name: (f,) for v, f in zip(self.vals, exp.data.val)}},
-                                     exp.data.columns)
         self.processor = load_processor(exp.model)
         tokenizer = self.processor.tokenizer
         self.mixer = None  # built (every offline response tokenised and checked) before the cache and the workers
@@ -98,10 +93,25 @@ class Trainer:
             )
         if exp.data.cache.path is not None and exp.data.cache.mode != "bypass":
             self.build_cache()
+        self.router = RewardRouter(exp.reward)  # metrics only; scoring runs in the reward workers
+        self.reset()
+
+    def reset(self) -> None:
+        """The state a run starts from (a checkpoint restores it): sampler, KL coefficient, failed records,
+        the pipeline and the update count."""
+        from evr1.registry import SAMPLERS
+
+        exp = self.exp
+        self.current_step = 0
+        self.pending: deque[Generation] = deque()  # launched, in step order; the last launched is step `launched`
+        self.launched = 0
+        self.updates = self.synced = 0  # policy updates made; those in the weights sent to the rollout worker
+        self.syncing: list[Any] = []  # the weight sync not yet waited for (pipelined)
+        self.failures = DataFailures(self.run_dir, {"train": exp.data.train, **{v.name: (f,) for v, f in zip(self.vals, exp.data.val)}},
+                                     exp.data.columns)
         modalities = [r.modality for r in self.train.records]
         sampler_name = exp.data.sampler or ("modality" if exp.data.modality_ratio else "uniform")
         self.sampler = SAMPLERS.get(sampler_name)(modalities, seed=exp.trainer.seed, ratios=exp.data.modality_ratio)
-        self.router = RewardRouter(exp.reward)  # metrics only; scoring runs in the reward workers
         self.kl = None  # the KL penalty on rewards is the driver's; a KL loss term is the learner's
         if exp.algo.kl.enabled and exp.algo.kl.as_reward_penalty:
             from evr1.algos.kl import KLController
@@ -344,7 +354,32 @@ class Trainer:
         t = self.exp.trainer
         self.signals = StopSignals(t.stop_grace_s)
         with self.signals:  # after Ray's own SIGTERM handler (`ray.init`), which this one replaces while the loop runs
-            return self.run_loop(resume)
+            while True:
+                try:
+                    return self.run_loop(resume)
+                except TrainingError as exc:
+                    if not exc.worker_lost or self.lost_workers >= t.max_failures:
+                        raise
+                    self.recover(exc)
+                    resume = True
+
+    def recover(self, exc: TrainingError) -> None:
+        """After a worker was lost: record which (role, node) and when, end the other actors and free their
+        placement group, and start from the checkpoint state again (`run_loop` restarts and restores)."""
+        from evr1.run_dir import log_event
+
+        lost = self.workers.lost()
+        self.lost_workers += 1
+        step, budget = self.current_step, self.exp.trainer.max_failures
+        first = next((line for line in str(exc).splitlines()[1:] if line.strip()), str(exc))
+        log_event(self.run_dir, "worker lost", step=step, workers=lost, error=first.strip()[:500],
+                  failure=self.lost_workers, max_failures=budget)
+        print(f"step {step}: lost {', '.join(f'{r} (node {ip})' for r, ip in lost.items()) or 'a worker'}; restarting"
+              f" the workers from the last checkpoint (failure {self.lost_workers} of trainer.max_failures={budget})",
+              file=sys.stderr, flush=True)
+        self.workers.stop()
+        self.reset()
+        self.fault_metrics = {"faults/lost_workers": float(self.lost_workers)}
 
     def run_loop(self, resume: bool) -> list[dict[str, Any]]:
         """Start the workers, restore the latest checkpoint when resuming, train the remaining steps, export."""
@@ -384,6 +419,8 @@ class Trainer:
                 if self.exp.eval.every_steps and self.exp.eval.benchmarks and step % self.exp.eval.every_steps == 0:
                     out = self.run_dir / "eval" / f"step_{step:06d}"
                     metrics.update(get(self.workers.rollout.evaluate.remote(str(out.resolve())), step, "rollout worker (evaluation)"))
+                metrics.update(self.fault_metrics)
+                self.fault_metrics = {}
                 logger.log(step, metrics)
                 bar.set_postfix(
                     reward=f"{metrics.get('reward/online_score', 0):.2f}",

@@ -24,21 +24,27 @@ from evr1.runner.ray.cluster import cluster_address_label
 class TrainingError(Evr1Error):
     """A worker failed, or the data did; the message names the step (and a worker's traceback).
 
-    `metrics`: what the failing step had measured, logged before the run stops.
+    `metrics`: what the failing step had measured, logged before the run stops. `worker_lost`: a worker's
+    process or node is gone (Ray's actor-died, worker-crashed and node-died errors), not a failure of its code:
+    the loop may restart the workers and continue from the last checkpoint (`trainer.max_failures`).
     """
 
     metrics: dict[str, float] | None = None
+    worker_lost: bool = False
 
 
 def get(refs: Any, step: int, what: str) -> Any:
     """`ray.get(refs)`, a worker's failure raised as a `TrainingError` naming the step and `what` failed."""
     import ray
 
+    lost = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError)
     try:
         return ray.get(refs)
     except ray.exceptions.RayError as exc:
         cause = getattr(exc, "traceback_str", None) or "".join(traceback.format_exception(exc))
-        raise TrainingError(f"step {step}: the {what} failed:\n{cause}") from None
+        error = TrainingError(f"step {step}: the {what} failed:\n{cause}")
+        error.worker_lost = isinstance(exc, lost)
+        raise error from None
 
 
 def shard_groups(items: Sequence[Any], workers: int, mini_batches: int) -> list[list[Any]]:
@@ -76,6 +82,7 @@ class Workers:
     reference: Any
     rewarders: list[Any]
     placed: dict[str, dict[str, str]]
+    placement: Any = None  # the placement group (`evr1.runner.ray.cluster.Placement`)
 
     def update(self, items: Sequence[Any], step: int) -> dict[str, float]:
         """One optimizer update of every learner on its shard of `items`; learner 0's metrics."""
@@ -106,6 +113,33 @@ class Workers:
     def sync_weights(self, step: int) -> None:
         """Send the policy's weights to the rollout worker and wait until it holds them."""
         get(self.send_weights(), step, "weight sync (learner to rollout worker)")
+
+    def handles(self) -> dict[str, Any]:
+        """Every actor by role (`learner 0`, `rollout`, `reference`, `reward 0`, ...)."""
+        return {**{f"learner {r}": w for r, w in enumerate(self.learners)}, "rollout": self.rollout,
+                **({"reference": self.reference} if self.reference else {}),
+                **{f"reward {k}": w for k, w in enumerate(self.rewarders)}}  # fmt: skip
+
+    def lost(self, timeout_s: float = 60.0) -> dict[str, str]:
+        """The actors that are gone, by role, with the node each ran on: those whose `where` call fails."""
+        import ray
+
+        gone = {}
+        for role, actor in self.handles().items():
+            try:
+                ray.get(actor.where.remote(), timeout=timeout_s)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError, ray.exceptions.NodeDiedError):
+                gone[role] = self.placed.get(role, {}).get("ip", "?")
+        return gone
+
+    def stop(self) -> None:
+        """End every actor and free the placement group (the others of a run that lost one)."""
+        import ray
+
+        for actor in self.handles().values():
+            ray.kill(actor, no_restart=True)
+        if self.placement is not None:
+            self.placement.remove()
 
     def learner_dir_seen(self, directory: Path, what: str) -> None:
         """Refuse when learner 0 wrote `directory` (a checkpoint, the export) where the driver does not see it."""
@@ -157,15 +191,14 @@ def start_workers(exp: Experiment, run_dir: Path, roots: Mapping[str, Path], sou
         base = "the learners' base model, LoRA adapters off"
         print(f"KL reference: {'a reference worker' if reference is not None else base}")
     rewarders = [actor(RewardWorker, f"reward {k}").remote(spec, source, problem_types) for k in range(res.reward_workers)]
-    workers = {**{f"learner {r}": w for r, w in enumerate(learners)}, "rollout": rollout,
-               **({"reference": reference} if reference else {}),
-               **{f"reward {k}": w for k, w in enumerate(rewarders)}}  # fmt: skip
-    placed = check_storage(workers, run_dir, spec, roots.values(), source)
+    started = Workers(exp, learners, rollout, reference, rewarders, {}, placement)
+    workers = started.handles()
+    started.placed = placed = check_storage(workers, run_dir, spec, roots.values(), source)
     nodes = cluster_nodes()
     print(f"cluster: {len(nodes)} node(s), address {cluster_address_label(res)}; placement {res.placement}: "
           + ", ".join(f"{role} on {w['ip']}" for role, w in placed.items()))
     record_info(run_dir, cluster={"nodes": nodes, "actors": placed})
-    return Workers(exp, learners, rollout, reference, rewarders, placed)
+    return started
 
 
 def check_storage(workers: Mapping[str, Any], run_dir: Path, exp: Experiment, roots: Iterable[Path],

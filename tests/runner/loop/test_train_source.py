@@ -1,5 +1,5 @@
 """An experiment file that registers its own reward, run as a user runs it: the Ray workers import the
-file too; Ctrl-C says where the run stopped; `--resume` reads the run directory's copy of the file, says
+file too; Ctrl-C twice stops at once and says where the run stopped; `--resume` reads the run directory's copy of the file, says
 where it restarts, and says when there is nothing left to do; checkpoint retention keeps the newest two
 and the best. The run is held at step 2 (`holding`) before it is interrupted, so it cannot finish first.
 
@@ -20,6 +20,7 @@ from evr1.run_dir import read_metrics
 
 from ..holding import hold_code, wait_until_held
 from .test_train import EVR1, run, settings
+from .test_train_preemption import wait_for_line
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -69,7 +70,9 @@ def test_a_reward_registered_in_the_experiment_file_scores_an_interrupted_and_re
         try:
             wait_until_held(proc, run_dir, log=tmp_path / "err.txt")
         finally:
-            if proc.poll() is None:
+            if proc.poll() is None:  # Ctrl-C twice: the first asks for a stop after the step, which is held for ever
+                proc.send_signal(signal.SIGINT)
+                wait_for_line(proc, tmp_path / "err.txt", "SIGINT: stopping at the end of this step")
                 proc.send_signal(signal.SIGINT)
             proc.wait(timeout=120)
     err = (tmp_path / "err.txt").read_text()

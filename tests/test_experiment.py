@@ -259,11 +259,18 @@ def test_data_files_take_one_path(given: object, expected: tuple[str, ...]) -> N
 
 
 def test_resume_message_names_the_checkpoint(tmp_path: Path) -> None:
-    from evr1.run_dir import finished, interrupted_message, resume_message
+    from evr1.run_dir import finished, interrupted_message, resume_message, stopped_message
 
     assert resume_message(tmp_path, 0) == "no checkpoint (save_every=0): starting again from step 0"
     assert resume_message(tmp_path, 5) == "no checkpoint (none saved yet, save_every=5): starting again from step 0"
-    assert "no checkpoint was saved" in interrupted_message(tmp_path, 3)
+    assert resume_message(tmp_path, 0, 30.0) == (
+        "no checkpoint (none saved yet, save_every=0, save_every_minutes=30): starting again from step 0")
+    assert interrupted_message(tmp_path, 3) == (
+        f"interrupted at step 3; no checkpoint was saved: `evr1 run --resume {tmp_path}` starts again from step 0"
+        " (checkpoints come every trainer.save_every steps and trainer.save_every_minutes minutes, and when a single"
+        " Ctrl-C or SIGTERM stops the run after the step in progress)")
+    assert stopped_message(tmp_path, "SIGTERM", 4, "step_000004") == (
+        f"stopped on SIGTERM after step 4 with checkpoint step_000004; continue with `evr1 run --resume {tmp_path}`")
     for step in (5, 10):
         (tmp_path / "checkpoints" / f"step_{step:06d}").mkdir(parents=True)
     (tmp_path / "checkpoints" / "step_000005" / "trainer.json").write_text("{}")  # step 10 is incomplete

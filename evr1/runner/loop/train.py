@@ -371,8 +371,9 @@ class Trainer:
         lost = self.workers.lost()
         self.lost_workers += 1
         step, budget = self.current_step, self.exp.trainer.max_failures
-        first = next((line for line in str(exc).splitlines()[1:] if line.strip()), str(exc))
-        log_event(self.run_dir, "worker lost", step=step, workers=lost, error=first.strip()[:500],
+        cause = exc.__context__ or exc  # Ray's error, which names the actor's process and node
+        error = " ".join(f"{type(cause).__name__}: {cause}".split())[:1000]
+        log_event(self.run_dir, "worker lost", step=step, workers=lost, error=error,
                   failure=self.lost_workers, max_failures=budget)
         print(f"step {step}: lost {', '.join(f'{r} (node {ip})' for r, ip in lost.items()) or 'a worker'}; restarting"
               f" the workers from the last checkpoint (failure {self.lost_workers} of trainer.max_failures={budget})",

@@ -120,16 +120,20 @@ class Workers:
                 **({"reference": self.reference} if self.reference else {}),
                 **{f"reward {k}": w for k, w in enumerate(self.rewarders)}}  # fmt: skip
 
-    def lost(self, timeout_s: float = 60.0) -> dict[str, str]:
-        """The actors that are gone, by role, with the node each ran on: those whose `where` call fails."""
+    def lost(self, timeout_s: float = 10.0) -> dict[str, str]:
+        """The actors that are gone, by role, with the node each ran on: those whose `where` call fails (a busy
+        actor that has not answered within `timeout_s` is alive)."""
         import ray
 
+        calls = {role: actor.where.remote() for role, actor in self.handles().items()}
+        answered, _ = ray.wait(list(calls.values()), num_returns=len(calls), timeout=timeout_s)
         gone = {}
-        for role, actor in self.handles().items():
-            try:
-                ray.get(actor.where.remote(), timeout=timeout_s)
-            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError, ray.exceptions.NodeDiedError):
-                gone[role] = self.placed.get(role, {}).get("ip", "?")
+        for role, ref in calls.items():
+            if ref in answered:
+                try:
+                    ray.get(ref)
+                except ray.exceptions.RayError:
+                    gone[role] = self.placed.get(role, {}).get("ip", "?")
         return gone
 
     def stop(self) -> None:

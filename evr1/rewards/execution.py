@@ -43,7 +43,8 @@ _EVR1 = Path(__file__).resolve().parents[1]
 _INSTALLED = tuple({Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
 
 
-def _failure(exc: BaseException) -> Failure:
+def failure_of(exc: BaseException) -> Failure:
+    """The `Failure` of a sample whose scorer raised `exc` (a timeout counts as timed out)."""
     timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return Failure(text + _where(exc), timed_out)
@@ -86,7 +87,7 @@ class _Run:
             try:
                 value = self.sample_fn(self.inputs[i], self.spec)  # type: ignore[misc]
             except Exception as exc:  # noqa: BLE001 - this sample's failure
-                value = _failure(exc)
+                value = failure_of(exc)
             with self.lock:
                 if generation != self.generation:
                     return
@@ -102,11 +103,11 @@ class _Run:
             if len(values) != len(self.inputs):
                 raise ValueError(f"returned {len(values)} values for {len(self.inputs)} inputs")
         except Exception as exc:  # noqa: BLE001 - the whole batch failed
-            values = [_failure(exc)] * len(self.inputs)
+            values = [failure_of(exc)] * len(self.inputs)
         with self.lock:
             if generation != self.generation:
                 return
-            self.results = [_failure(v) if isinstance(v, BaseException) else v for v in values]
+            self.results = [failure_of(v) if isinstance(v, BaseException) else v for v in values]
         self._finish(generation)
 
     def _finish(self, generation: int) -> None:

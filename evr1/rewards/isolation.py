@@ -7,8 +7,7 @@ processes (`evr1.rewards.process_pool`):
 - a call past its limit has its process killed; its samples score 0, timed out, and say so;
 - a process that dies during a call (a crash, kill -9, the OOM killer) is replaced and the call is made
   again on the new process; dying a second time fails that call's samples with the reason.
-Inside a worker the reward runs as in the threads mode (`evr1.rewards.execution.run_all`): an exception
-is that sample's failure. A worker imports the modules that define the rewards it runs (a plugin, an
+Inside a worker an exception is that sample's failure, as in the threads mode. A worker imports the modules that define the rewards it runs (a plugin, an
 experiment file), so the rewards must be registered at import time of a module, not inside a function.
 Inputs and values cross as JSON.
 """
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evr1.rewards.contract import RewardFn, RewardInput, RewardOutput, checked_batch, sample_function, warm_up_of
-from evr1.rewards.execution import Failure, run_all
+from evr1.rewards.execution import Failure, failure_of, run_all
 from evr1.rewards.process_pool import WorkerCrashed, WorkerPool, shared_pool
 
 if TYPE_CHECKING:
@@ -111,11 +110,16 @@ def prepare(modules: list[list[Any]], spec_json: str, names: list[str]) -> None:
 
 
 def score(name: str, inputs: list[dict[str, Any]]) -> list[Any]:
-    """The reward `name`'s values on `inputs` (encoded), encoded."""
+    """The reward `name`'s values on `inputs` (encoded), encoded. A `@per_sample` function runs in this thread:
+    the parent's time limit kills this process, and no thread is left running behind a sample that overran."""
     from evr1.registry import REWARDS
 
-    fn = checked_batch(name, REWARDS.get(name))
-    return [encode_value(v) for v in run_all([(fn, [RewardInput(**i) for i in inputs])], _SPEC[-1])[0]]
+    fn, batch = checked_batch(name, REWARDS.get(name)), [RewardInput(**i) for i in inputs]
+    if sample_function(fn) is not None:
+        values = [failure_of(v) if isinstance(v, BaseException) else v for v in fn(batch, _SPEC[-1])]
+    else:
+        values = run_all([(fn, batch)], _SPEC[-1])[0]
+    return [encode_value(v) for v in values]
 
 
 def _import(module: str, file: str | None) -> None:

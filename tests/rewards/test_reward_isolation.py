@@ -41,6 +41,8 @@ def faulty(inp, spec):
         re.match(r"(a+)+$", "a" * 64 + "b")  # catastrophic backtracking in C: no thread can interrupt it
     if inp.response == "exit":
         os._exit(3)
+    if inp.response == "raise":
+        raise ValueError("no such answer")
     if inp.response == "crash-once" and not HELD.exists():
         HELD.write_text(str(os.getpid()))
         while True:
@@ -94,14 +96,17 @@ def test_a_killed_worker_is_replaced_and_its_sample_scored_again(tmp_path: Path,
     assert "worker process died (worker process exited with code -9) on sample(s) s1; scoring them again" in caplog.text
 
 
-def test_a_sample_that_kills_every_worker_fails_alone_with_the_reason(tmp_path: Path) -> None:
+def test_a_sample_that_kills_every_worker_or_raises_fails_alone_with_the_reason(tmp_path: Path) -> None:
     plugin(tmp_path, "test/faulty_exit")
-    inputs = [make(r, "A", "mcq", sample_id=f"s{i}") for i, r in enumerate(["exit", "A"])]
+    inputs = [make(r, "A", "mcq", sample_id=f"s{i}") for i, r in enumerate(["exit", "A", "raise"])]
     outputs = router("test/faulty_exit", timeout_s=600.0).score(inputs)
-    assert [o.score for o in outputs] == [0.0, 1.0]
+    assert [o.score for o in outputs] == [0.0, 1.0, 0.0]
     assert outputs[0].error == ("reward 'test/faulty_exit' failed on sample s0: its worker process died twice"
                                 " (worker process exited with code 3)")
     assert outputs[1].error is None
+    file = tmp_path / "faulty_faulty_exit.py"  # the plugin's own file and line, as in the threads mode
+    line = PLUGIN.splitlines().index('        raise ValueError("no such answer")') + 1
+    assert outputs[2].error == f"reward 'test/faulty_exit' failed on sample s2: ValueError: no such answer (at {file}:{line})"
 
 
 def test_a_reward_a_worker_cannot_import_fails_its_samples_with_the_reason() -> None:

@@ -212,11 +212,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     overrides += [f"trainer.val_every={args.val_every}"] if args.val_every is not None else []
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     from evr1.errors import Evr1Error
+    from evr1.runner.loop.preemption import EXIT_STOPPED, Stopped
 
     try:
         run_ablations(args.out, variants=variants, overrides=[*overrides, *args.overrides], plot_path=args.plot, reuse=args.reuse)
     except Evr1Error as exc:
         raise SystemExit(f"error: {exc}") from None
+    except Stopped:  # SIGTERM or a first Ctrl-C: the variant's run said where it stopped
+        raise SystemExit(EXIT_STOPPED) from None
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from evr1.experiment import Experiment
 from evr1.experiment_files import ExperimentSource, import_source
 from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message
 from evr1.runner.loop.data_failures import FAILURES_FILE, DataFailures
+from evr1.runner.loop.mismatch_report import MismatchReport
 from evr1.runner.loop.pipeline import Generation, load_in_flight, save_in_flight
 from evr1.runner.loop.resume import discard_evaluations, load_checkpoint, save_checkpoint
 from evr1.runner.loop.reward_phase import Scorer, greedy_baselines, sample_row
@@ -71,6 +72,7 @@ class Trainer:
         self.pending: deque[Generation] = deque()  # launched, in step order; the last launched is step `launched`
         self.launched = 0
         self.updates = self.synced = 0  # policy updates made; those in the weights sent to the rollout worker
+        self.mismatch = MismatchReport(exp)  # the engine-learner mismatch: metric names, one-time warning
         self.syncing: list[Any] = []  # the weight sync not yet waited for (pipelined)
         if exp.data.synth is not None:
             ensure_synthetic(exp.data.synth)
@@ -191,6 +193,7 @@ class Trainer:
             items = self.advantages(items, outputs, baselines, metrics)
         with timer("update"):
             metrics.update({f"learner/{k}": v for k, v in self.workers.update(items, step).items()})
+        self.mismatch.report(metrics)
         self.updates += 1
         if self.kl is not None and "kl/mean" in metrics:
             metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(items))

@@ -9,6 +9,7 @@ optimizer step `pi = pi_prox`, so the REINFORCE loss is `-sum(keep * w * A) / su
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 import torch
@@ -103,3 +104,28 @@ def test_rejection_drops_tokens_from_the_loss_and_its_normaliser(peaked, bf16_ro
     metrics = learner(peaked, spec).update(samples)
     assert metrics["pg_loss"] == pytest.approx(expected_loss(samples, old, torch.ones_like(lr), keep), rel=1e-4, abs=1e-6)
     assert metrics["rollout_corr/rejected_token_frac"] == pytest.approx(float(1 - keep.mean()))
+
+
+@pytest.mark.parametrize("grouped", [True, False], ids=["grouped", "per-row"])
+def test_composes_with_stale_and_offline_rows_and_either_forward(peaked, bf16_rows, grouped):
+    """Fresh and stale rows take min(pi_prox/mu, 1.5) (on the stale row instead of the decoupled weight, cap 2);
+    the offline row keeps its ratio pi/mu and no weight; the metrics are over the fresh rows alone."""
+    samples, old = bf16_rows
+    kinds = ["fresh"] * len(samples)
+    kinds[1], kinds[2] = "stale", "offline"
+    mixed = [
+        replace(s, staleness=1) if k == "stale" else replace(s, offline=True) if k == "offline" else s
+        for s, k in zip(samples, kinds)
+    ]
+    lr = [o.double() - s.behaviour_logprobs.double() for s, o in zip(samples, old)]
+    tis = {"fresh": lambda x: x.exp().clamp(max=1.5), "stale": lambda x: x.exp().clamp(max=1.5), "offline": torch.exp}
+    weights = torch.cat([tis[k](x) for k, x in zip(kinds, lr)])
+    ones = torch.ones_like(weights)
+    spec = RolloutCorrectionSpec(is_level="token", is_cap=1.5)
+    algo = AlgoSpec(policy_loss="reinforce", rollout_correction=spec)
+    trainer = TrainerSpec(micro_batch_tokens=4096, grouped_forward=grouped)
+    made = Learner(copy.deepcopy(peaked), algo=algo, optim=OptimSpec(lr=1e-3), trainer=trainer)
+    metrics = made.update(mixed)
+    assert metrics["pg_loss"] == pytest.approx(expected_loss(samples, old, weights, ones), rel=1e-4, abs=1e-6)
+    fresh = torch.cat([x for k, x in zip(kinds, lr) if k == "fresh"])
+    assert metrics["mismatch/abs_diff_mean"] == pytest.approx(float(fresh.abs().mean()), rel=1e-5)

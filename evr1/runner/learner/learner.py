@@ -6,7 +6,9 @@ temperature and micro-batches) that adds the update of one step:
 1. old-policy log-probs of the online rows under the weights at the start of the step (offline
    rows are trained against their behaviour log-probs; stale online rows, `Sample.staleness > 0`,
    against these, the proximal policy, times a truncated importance weight proximal/behaviour:
-   decoupled PPO, see `evr1.algos.offpolicy`);
+   decoupled PPO, see `evr1.algos.offpolicy`); then the engine–learner mismatch of the online rows (`evr1.runner.learner.mismatch`): measured
+   (`mismatch/...` metrics) and, as `AlgoSpec.rollout_correction` says, corrected: importance
+   weights on the policy-gradient terms, rejected tokens out of the response mask;
 2. for each of `epochs x mini_batches` optimizer steps: the global `Normaliser` (counted on
    every micro-batch of every worker, all-reduced), then forward/backward per micro-batch with
    the registered policy loss (entropy bonus and KL term as the `AlgoSpec` says);

@@ -6,9 +6,11 @@ temperature and micro-batches) that adds the update of one step:
 1. old-policy log-probs of the online rows under the weights at the start of the step (offline
    rows are trained against their behaviour log-probs; stale online rows, `Sample.staleness > 0`,
    against these, the proximal policy, times a truncated importance weight proximal/behaviour:
-   decoupled PPO, see `evr1.algos.offpolicy`); then the engine–learner mismatch of the online rows (`evr1.runner.learner.mismatch`): measured
-   (`mismatch/...` metrics) and, as `AlgoSpec.rollout_correction` says, corrected: importance
-   weights on the policy-gradient terms, rejected tokens out of the response mask;
+   decoupled PPO, see `evr1.algos.offpolicy`): `old_logprobs`, which the driver runs as a pass of
+   its own and hands to `update` (called alone, `update` takes them first); then the engine–learner
+   mismatch of the online rows (`evr1.runner.learner.mismatch`): measured (`mismatch/...` metrics)
+   and, as `AlgoSpec.rollout_correction` says, corrected: importance weights on the policy-gradient
+   terms, rejected tokens out of the response mask;
 2. for each of `epochs x mini_batches` optimizer steps: the global `Normaliser` (counted on
    every micro-batch of every worker, all-reduced), then forward/backward per micro-batch with
    the registered policy loss (entropy bonus and KL term as the `AlgoSpec` says);
@@ -180,8 +182,23 @@ class Learner(LogprobModel):
         )
 
     # -- one training step ----------------------------------------------------------------
-    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+    def old_logprobs(self, samples: Sequence[Sample]) -> list[Tensor]:
+        """Step 1: each sample's log-probs `(R,)` under the current weights, the old policy of this step's update.
+
+        Offline rows are trained against their behaviour log-probs, so theirs are zeros (never used), except
+        under FSDP, where every worker scores its whole shard (all run the same passes). Call on every worker.
+        """
+        scored = [i for i, s in enumerate(samples) if self.sharded or not s.offline]
+        old: list[Tensor] = [torch.zeros(s.response_tokens) for s in samples]
+        for i, logprobs in zip(scored, self.compute_logprobs([samples[i] for i in scored])):
+            old[i] = logprobs
+        return old
+
+    def update(self, samples: Sequence[Sample], old: Sequence[Tensor] | None = None) -> dict[str, float]:
         """Train on this worker's shard of the step's samples; returns metrics of the global batch.
+
+        `old`: the samples' `old_logprobs` when already taken (the driver's visible old-policy pass); None takes
+        them here first. Every worker must pass them, or none (under FSDP they are collective passes).
 
         Besides the timings, one count describes the work rather than the batch: `prompt_fallback_rows`
         (grouped forward only), the rows whose prompt differs from the first of their group on their
@@ -195,11 +212,10 @@ class Learner(LogprobModel):
         """
         start = time.perf_counter()
         self._validate(samples)
-        # offline rows never use old-policy log-probs; under FSDP every worker scores its whole shard
-        scored = [i for i, s in enumerate(samples) if self.sharded or not s.offline]
-        old: list[Tensor] = [torch.zeros(s.response_tokens) for s in samples]
-        for i, logprobs in zip(scored, self.compute_logprobs([samples[i] for i in scored])):
-            old[i] = logprobs
+        if old is None:
+            old = self.old_logprobs(samples)
+        elif len(old) != len(samples):
+            raise ValueError(f"{len(old)} old log-prob rows for {len(samples)} samples")
         samples, mismatch = step_correction(samples, old, self.algo.rollout_correction)
         steps = []
         for _ in range(self.trainer.epochs):

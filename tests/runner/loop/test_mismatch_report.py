@@ -54,3 +54,18 @@ def test_a_small_mismatch_or_warn_k3_none_stays_quiet():
         MismatchReport(quickstart()).report(learner_metrics(0.001))
         quiet = quickstart("algo.rollout_correction.warn_k3=None")
         MismatchReport(quiet).report(learner_metrics(5.0))
+
+
+def test_report_md_line_averages_the_steps_that_measured_the_mismatch():
+    from evr1.runner.loop.run_report import mismatch_lines
+
+    rows = [
+        {"step": 0},
+        {"step": 1, "mismatch/hf/k3": 0.002, "mismatch/hf/abs_diff_mean": 0.01, "mismatch/hf/abs_diff_max": 0.3,
+         "mismatch/hf/math/k3": 0.5},
+        {"step": 2, "mismatch/hf/k3": 0.004, "mismatch/hf/abs_diff_mean": 0.03, "mismatch/hf/abs_diff_max": 0.1},
+    ]  # fmt: skip
+    assert mismatch_lines(rows) == [
+        "Engine-learner mismatch (hf, 2 steps): mean per-token k3 0.003, mean |log p difference| 0.02, largest 0.3."
+    ]
+    assert mismatch_lines([{"step": 1}]) == []

@@ -67,8 +67,8 @@ def _correction_metrics(correction: Correction, tokens: Tensor) -> dict[str, flo
     merged: dict[str, float] = {}
     gathered = distributed.all_gather_objects((correction.metrics, counts))
     for name in correction.metrics:
-        if name in ("is_max", "is_batch_norm_factor"):
-            merged[name] = max(metrics[name] for metrics, _ in gathered)
+        if name in ("is_max", "is_batch_norm_factor"):  # the same factor on every worker
+            merged[name] = max([m[name] for m, n in gathered if n[0]] or [1.0])
             continue
         by = 1 if name in _ROW_FRACTIONS else 0
         total = sum(n[by] for _, n in gathered)

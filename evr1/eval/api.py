@@ -22,11 +22,11 @@ from typing import Any
 from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error, known_list
 from evr1.eval.benchmark import Benchmark
-from evr1.eval.prompting import LETTERS
+from evr1.eval.eval_prompt import LETTERS
 from evr1.eval.protocols import Protocol, needs_official_judge
 from evr1.eval.report import write_run
 from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder, engine_chooses
-from evr1.eval.runner import RunOptions, evaluate_benchmark
+from evr1.eval.samples import RunOptions, evaluate_benchmark
 from evr1.run_dir import CONFIG_FILE, FINAL_MODEL
 from evr1.specs import EvalSpec, JudgeSpec, ModelSpec, RewardSpec
 

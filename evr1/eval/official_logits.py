@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evr1.eval.prompting import LETTERS
+from evr1.eval.eval_prompt import LETTERS
 
 if TYPE_CHECKING:
     from evr1.data.records import Record

@@ -15,7 +15,7 @@ import pytest
 
 from evr1.data.records import RecordError
 from evr1.eval.api import evaluate
-from evr1.eval.prompting import question_text
+from evr1.eval.eval_prompt import eval_question_text
 from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec
@@ -142,7 +142,7 @@ def test_ovobench_easyvideor1_forward_rows_score_and_read_as_the_official(tmp_pa
     official = {r.id.removeprefix("ovobench/"): r for r in BENCHMARKS.get("ovobench").load(official_root)}
     easy = {r.id.removeprefix("ovobench/ovo_bench_new/ovo_"): r for r in BENCHMARKS.get("ovobench").load(easy_root)}
     for o, e, _ in OVO_ANSWERS:  # the same question, type and answer; the clip is EasyVideoR1's pre-cut file
-        assert question_text(easy[e]) == question_text(official[o]), e
+        assert eval_question_text(easy[e]) == eval_question_text(official[o]), e
         assert (easy[e].problem_type, easy[e].answer) == (official[o].problem_type, official[o].answer), e
     assert easy["1516_1"].media[0].path == "ovobench/1516_1.mp4" and easy["1516_1"].media[0].end is None
 
@@ -253,7 +253,7 @@ def test_charades_easyvideor1_rows_score_as_the_official(tmp_path: Path) -> None
     check_same(got_official, got_easy, 75.0)
     assert got_easy["metrics"]["R@0.7"] == 50.0
     a, b = BENCHMARKS.get("charades_sta").load(official_root)[0], BENCHMARKS.get("charades_sta").load(easy_root)[0]
-    assert (question_text(b), b.answer) == (question_text(a), a.answer)
+    assert (eval_question_text(b), b.answer) == (eval_question_text(a), a.answer)
 
 
 # -- LiveSports-3K QA: problem ids shared by questions of different types ---------------------------------------------

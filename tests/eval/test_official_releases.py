@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from evr1.data.records import RecordError
 from evr1.eval import aggregate as agg
 from evr1.eval.api import evaluate
+from evr1.eval.eval_prompt import eval_question_text
 from evr1.eval.official import LETTERS, letter_of
-from evr1.eval.prompting import question_text
 from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec
@@ -83,12 +83,12 @@ def test_ovobench_forward_rows_become_one_probe_each(ovo_root: Path) -> None:
 
 def test_ovobench_probe_prompts_carry_the_official_tasks(ovo_root: Path) -> None:
     records = {r.id: r for r in BENCHMARKS.get("ovobench").load(ovo_root)}
-    ssr = question_text(records["ovobench/1516/1"])
+    ssr = eval_question_text(records["ovobench/1516/1"])
     assert "\nput on the hair extensions\n" in ssr and HAIR not in ssr  # each probe asks about its own step
     assert "right now, at the end of the video?" in ssr and ssr.endswith("Answer yes or no.")
-    crr = question_text(records["ovobench/1468/0"])
+    crr = eval_question_text(records["ovobench/1468/0"])
     assert f"\n{CAR}\n" in crr and "enough information to answer it?" in crr and crr.endswith("Answer yes or no.")
-    rec = question_text(records["ovobench/1558/0"])
+    rec = eval_question_text(records["ovobench/1558/0"])
     assert "breaking something." in rec and "one complete motion counts as one" in rec
     assert rec.endswith("Answer with a single number.")
 

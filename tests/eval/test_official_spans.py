@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evr1.eval.eval_prompt import REASON_SUFFIX, eval_question_text
 from evr1.eval.fixtures import write_fixtures
 from evr1.eval.official_spans import charades_span
-from evr1.eval.prompting import REASON_SUFFIX, question_text
 from evr1.registry import BENCHMARKS
 from evr1.rewards.grounding_parse import parse_interval
 
@@ -75,6 +75,6 @@ def test_evr1s_answer_form_reads_the_same_in_both_readers(start: str, end: str) 
 def test_evr1s_charades_prompt_asks_for_that_form(tmp_path: Path) -> None:
     write_fixtures(tmp_path, ["charades_sta"])
     record = BENCHMARKS.get("charades_sta").load(tmp_path)[0]
-    assert question_text(record) == ('Find the moment in the video that matches: "a person opens a door"\n'
+    assert eval_question_text(record) == ('Find the moment in the video that matches: "a person opens a door"\n'
                                      "Give the start and end time of the moment in seconds as: start - end.")
-    assert question_text(record, "reason").endswith(f"as: start - end.\n{REASON_SUFFIX}")
+    assert eval_question_text(record, "reason").endswith(f"as: start - end.\n{REASON_SUFFIX}")

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evr1.data.records import Record
+from evr1.eval.eval_prompt import LETTERS
 from evr1.eval.lmms.doc_fields import (
     answer_index,
     answer_letter,
@@ -25,7 +26,6 @@ from evr1.eval.lmms.doc_fields import (
     video_stem,
 )
 from evr1.eval.lmms.tasks import Converter
-from evr1.eval.prompting import LETTERS
 
 Row = Mapping[str, Any]
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from evr1.data.records import Record
 from evr1.eval.benchmark import is_easyvideor1
+from evr1.eval.eval_prompt import LETTERS
 from evr1.eval.lmms.doc_fields import (
     answer_index,
     answer_letter,
@@ -27,7 +28,6 @@ from evr1.eval.lmms.doc_fields import (
     video_stem,
 )
 from evr1.eval.lmms.tasks import Converter
-from evr1.eval.prompting import LETTERS
 from evr1.problem_types import ProblemType
 
 Row = Mapping[str, Any]

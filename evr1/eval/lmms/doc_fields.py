@@ -1,6 +1,6 @@
 """Record fields as the converters of `evr1.eval.lmms.converters_*` put them into lmms-eval documents.
 
-Option letters are evr1's (`evr1.eval.prompting.LETTERS`); every error is a ValueError naming the record.
+Option letters are evr1's (`evr1.eval.eval_prompt.LETTERS`); every error is a ValueError naming the record.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from evr1.data.records import Record
-from evr1.eval.prompting import LETTERS
+from evr1.eval.eval_prompt import LETTERS
 
 
 def source_id(record: Record) -> str:

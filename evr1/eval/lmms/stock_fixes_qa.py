@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evr1.eval.eval_prompt import LETTERS
 from evr1.eval.lmms import scoring
 from evr1.eval.lmms.scoring import named_metric, official_results
-from evr1.eval.prompting import LETTERS
 
 # -- LongVideoBench ---------------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ def instruction(record: Record) -> str:
     }.get(ptype, "Answer the question briefly.")
 
 
-def question_text(record: Record, mode: PromptMode = "direct") -> str:
+def eval_question_text(record: Record, mode: PromptMode = "direct") -> str:
     """The full user text of a sample (media placeholders are added by the chat template)."""
     parts = [record.problem.strip()]
     if record.options:

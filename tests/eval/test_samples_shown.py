@@ -14,7 +14,7 @@ from evr1.data.loader import MediaLoader
 from evr1.data.records import Record
 from evr1.data.testclips import write_clip
 from evr1.eval.responders import EngineResponder, Prepared
-from evr1.eval.runner import RunOptions, run_samples, score_responses
+from evr1.eval.samples import RunOptions, run_samples, score_responses
 from evr1.models import load_processor
 from evr1.models.testing import tiny_spec
 from evr1.registry import BENCHMARKS

@@ -8,7 +8,7 @@ import pytest
 
 from evr1.eval.api import reward_router
 from evr1.eval.responders import ScriptedResponder
-from evr1.eval.runner import RunOptions, run_samples
+from evr1.eval.samples import RunOptions, run_samples
 from evr1.registry import BENCHMARKS
 from evr1.specs import JudgeSpec
 

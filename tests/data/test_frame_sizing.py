@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from qwen_vl_utils import vision_process as qvu
 
-from evr1.data.media import (
+from evr1.data.frame_sampling import (
     Geometry,
     MediaError,
     frame_pixel_limits,

@@ -13,7 +13,7 @@ from evr1.data.records import Record
 from evr1.errors import Evr1Error
 from evr1.eval.api import evaluate
 from evr1.eval.responders import ScriptedResponder
-from evr1.eval.runner import RunOptions, parsed_answer, read_samples, run_samples
+from evr1.eval.samples import RunOptions, parsed_answer, read_samples, run_samples
 from evr1.registry import BENCHMARKS
 from evr1.rewards import RewardRouter
 from evr1.specs import EvalSpec, JudgeSpec, RewardSpec, VideoSpec

@@ -11,7 +11,7 @@ import pytest
 from evr1.errors import Evr1Error
 from evr1.eval.api import evaluate
 from evr1.eval.responders import ScriptedResponder
-from evr1.eval.runner import settings_changes, settings_id
+from evr1.eval.samples import settings_changes, settings_id
 from evr1.specs import EvalSpec, VideoSpec
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from qwen_vl_utils import vision_process as qvu
 
-from evr1.data.media import (
+from evr1.data.frame_sampling import (
     Geometry,
     MediaError,
     clip_range,

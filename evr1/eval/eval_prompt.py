@@ -32,7 +32,7 @@ def letters_phrase(count: int) -> str:
 def instruction(record: Record) -> str:
     """What form the answer must take, by problem type: a form evr1's reader reads, and the official reader too where
     evr1 reproduces one (temporal grounding: "start - end", read alike by Charades-STA's task, which reads a JSON
-    "[start, end]" as one number: `evr1.eval.official_spans`)."""
+    "[start, end]" as one number: `evr1.eval.benchmarks.charades_sta`)."""
     ptype = record.problem_type
     if ptype is ProblemType.MULTIPLE_CHOICE:
         count = len(record.options) if record.options else int(record.meta.get("option_count", 4))

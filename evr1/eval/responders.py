@@ -4,7 +4,7 @@ A responder `prepare`s one record (media from the cache or decoded live, prompt 
 `evr1.models.build_prompt`) in a worker thread, and `respond`s to a batch of prepared samples on
 the main thread. A sample whose preparation fails carries the error and is scored 0. A responder that `chooses`
 (a model whose engine gives logits) also prepares, when asked, the prompt of an official choice by logits
-(`evr1.eval.official_logits`) and makes the choices of a batch (`choose`).
+(`evr1.eval.logit_choice`) and makes the choices of a batch (`choose`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from evr1.data.records import Record
 from evr1.eval.eval_prompt import PromptMode, eval_question_text, prompt_hash
-from evr1.eval.official_logits import LogitChoice
+from evr1.eval.logit_choice import LogitChoice
 from evr1.rewards.contract import Shown
 
 

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from evr1.data.records import Record
 from evr1.errors import Evr1Error
-from evr1.eval.benchmark import Benchmark
-from evr1.eval.official_judge import official_judged, officially_asked
-from evr1.eval.official_logits import LogitChoice
+from evr1.eval.definition import Benchmark
+from evr1.eval.judging import official_judged, officially_asked
+from evr1.eval.logit_choice import LogitChoice
 from evr1.eval.protocols import Protocol, blocks
 from evr1.eval.responders import Prepared, Responder
 from evr1.problem_types import ProblemType
@@ -227,7 +227,7 @@ def score_responses(records: Sequence[Record], responses: Sequence[str], router:
 def sample_row(bench: Benchmark, record: Record, response: str | None, scored: Scored,
                official: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The scored sample as the benchmark's aggregation reads it (`score`, `components`, `error`, `meta`, ...), with
-    the official judge step's result (`official`, see `evr1.eval.official_judge`) when the benchmark has one."""
+    the official judge step's result (`official`, see `evr1.eval.judging`) when the benchmark has one."""
     score, components, error = scored
     parsed = parsed_answer(record, response) if response is not None else None
     return {

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error
 from evr1.eval import aggregate as agg
-from evr1.eval.benchmark import Benchmark
+from evr1.eval.definition import Benchmark
 from evr1.eval.eval_prompt import PromptMode, eval_question_text
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 JUDGE_URL_ENV, JUDGE_MODEL_ENV, JUDGE_KEY_ENV = "EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL", "EVR1_JUDGE_API_KEY"
 MODES: tuple[PromptMode, ...] = ("direct", "reason")
+Doc = Mapping[str, Any]  # an lmms-eval document
+ItemRow = dict[str, Any]  # a scored item, evr1's sample row
 
 
 def benchmark_of(name: str) -> Benchmark:
@@ -150,7 +152,7 @@ def response_of(results: Sequence[Any]) -> str:
 
 def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Score the response with the benchmark's router; the sample row under each metric key."""
-    from evr1.eval.official_judge import official_judged
+    from evr1.eval.judging import official_judged
     from evr1.eval.samples import sample_row, score_responses
 
     bench, record = benchmark_of(doc["evr1_benchmark"]), doc_record(doc)

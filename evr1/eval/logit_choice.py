@@ -1,8 +1,8 @@
 """Answers chosen by the model's logits over the option letters, as an official scorer that never reads generated text
-does (LiveSports-3K QA: `Official.choice`). The sample loop (`evr1.eval.samples`) asks a responder that can (`EngineResponder.chooses`) for the
-choice of every sample it prepares, and stores it in the sample row's `official` (`{"choice": "B", "logits": [...]}`,
-or `{"error": ...}`), so a resume or a rescoring keeps it; rows without one (given responses) leave the official block
-unavailable (`missing_choice`).
+does (LiveSports-3K QA: `Official.choice`). The sample loop (`evr1.eval.samples`) asks a responder that can
+(`EngineResponder.chooses`) for the choice of every sample it prepares, and stores it in the sample row's `official`
+(`{"choice": "B", "logits": [...]}`, or `{"error": ...}`), so a resume or a rescoring keeps it; rows without one (given
+responses) leave the official block unavailable (`missing_choice`).
 
 The rule of one benchmark (LiveSports-3K: `LIVECC`) lives in its module, `evr1.eval.benchmarks.livesports3k_qa`.
 """

@@ -27,7 +27,7 @@ from evr1.eval.protocols import block
 from evr1.registry import BENCHMARKS
 from evr1.rewards.grounding_parse import parse_interval
 
-from ..rows import sample_row
+from ..rows import check_same, sample_row, score_strict, write_files
 
 # (video, caption, reference span, response); IoUs with the reference in the comments
 ITEMS = [
@@ -213,4 +213,23 @@ def test_charades_official_table() -> None:
     official = block(BENCHMARKS.get("charades_sta"), rows, "official")
     # IoUs 1, 0.25, 0.75, 0
     assert official["metrics"] == pytest.approx({"mIoU": 50.0, "R@0.3": 50.0, "R@0.5": 50.0, "R@0.7": 50.0})
+
+
+def test_charades_easyvideor1_rows_score_as_the_official(tmp_path: Path) -> None:
+    """IoU 0.5 ([24, 27] in [24, 30]) and 1.0: mIoU 75, R@0.3 100, R@0.5 100, R@0.7 50."""
+    spans = [("3MSZA", "person turn a light on.", [24.0, 30.0]), ("AO8RW", "a person is putting a book on a shelf.", [0.0, 6.9])]
+    official = [{"video": f"{v}.mp4", "caption": c, "timestamp": t, "duration": 30.0} for v, c, t in spans]
+    placeholder = "<[PLHD21_never_used_51bce0c785ca2f68081bfa7d91973934]>"
+    easy = [{"data_type": "video", "data_source": "charades_sta", "problem_type": "temporal grounding", "path": f"{v}.mp4",
+             "problem": c, "problem_id": i, "options": [],
+             "solution": f"<think>{json.dumps({'time': t, 'boxes': {}})}</think>{placeholder}"} for i, (v, c, t) in enumerate(spans)]
+    responses = ["[24, 27]", "[0, 6.9]"]
+    official_root = write_files(tmp_path / "o", {"charades_sta/charades_test.json": official})
+    easy_root = write_files(tmp_path / "e", {"charades_sta/charades_test.json": easy})
+    got_official = score_strict(official_root, "charades_sta", {f"charades_sta/{v}/{i + 1}": r for i, ((v, _, _), r) in enumerate(zip(spans, responses))})
+    got_easy = score_strict(easy_root, "charades_sta", {f"charades_sta/charades_test/{i}": r for i, r in enumerate(responses)})
+    check_same(got_official, got_easy, 75.0)
+    assert got_easy["metrics"]["R@0.7"] == 50.0
+    a, b = BENCHMARKS.get("charades_sta").load(official_root)[0], BENCHMARKS.get("charades_sta").load(easy_root)[0]
+    assert (eval_question_text(b), b.answer) == (eval_question_text(a), a.answer)
 

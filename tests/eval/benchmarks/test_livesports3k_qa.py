@@ -26,7 +26,7 @@ from evr1.models.testing import tiny_spec
 from evr1.registry import BENCHMARKS, ENGINES
 from evr1.specs import EvalSpec, VideoSpec
 
-from ..rows import sample_row
+from ..rows import check_same, easyvideor1_row, sample_row, score_strict, write_files
 
 NAME = "livesports3k_qa"
 
@@ -211,4 +211,22 @@ def test_livesports_ocr_sub_score() -> None:
     official = block(BENCHMARKS.get("livesports3k_qa"), rows, "official")
     assert official["metrics"] == pytest.approx({"accuracy": 200 / 3, "OCR": 50.0, "non-OCR": 100.0})
     assert official["breakdowns"]["ocr"] == {"0": {"score": 100.0, "n": 1}, "1": {"score": 50.0, "n": 2}}
+
+
+def test_livesports_easyvideor1_rows_with_a_shared_problem_id_load_and_score(tmp_path: Path) -> None:
+    """Who right, What wrong, When right: 66.67; by type Who 100, What 0, When 100."""
+    items = [("Who", "Who spins?"), ("What", "What did the bullfighter do?"), ("When", "When is the bow explained?")]
+    opts = ["A: x", "B: y", "C: z", "D: w"]
+    official = [{"video_id": "zECsM6q9Nik", "question_id": f"q{i}", "q_type": t, "OCR": 0, "question": q, "options": opts,
+                 "answer": "B", "video_start": 4.668, "video_end": 31.422} for i, (t, q) in enumerate(items)]
+    pids = ["zECsM6q9Nik_e2_q1", "zECsM6q9Nik_e2_q1", "zECsM6q9Nik_e3_q1"]
+    easy = [easyvideor1_row(pid, q, opts, "B", "ytb_zECsM6q9Nik_4.668_31.422.mp4", data_source="LiveSports-3K-QA",
+                  q_type_livesports=t, ocr_livesports=0) for pid, (t, q) in zip(pids, items)]
+    responses = ["B", "A", "B"]
+    got_official = score_strict(write_files(tmp_path / "o", {"livesports3k/qa.json": official}), "livesports3k_qa",
+                          {f"livesports3k_qa/q{i}": r for i, r in enumerate(responses)})
+    got_easy = score_strict(write_files(tmp_path / "e", {"livesports3k/qa.json": easy}), "livesports3k_qa",
+                      {f"livesports3k_qa/qa/{pid}/{t}": r for pid, (t, _), r in zip(pids, items, responses)})
+    check_same(got_official, got_easy, 200 / 3)
+    assert {k: v["score"] for k, v in got_easy["breakdowns"]["category"].items()} == {"Who": 100.0, "What": 0.0, "When": 100.0}
 

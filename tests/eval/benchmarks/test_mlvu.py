@@ -12,7 +12,7 @@ from evr1.data.records import RecordError
 from evr1.eval.benchmarks.mlvu import mlvu_item
 from evr1.registry import BENCHMARKS
 
-from ..rows import both, sample_row, write_json
+from ..rows import both, sample_row, write_files, write_json
 
 
 @pytest.mark.parametrize(("response", "right"), [
@@ -63,4 +63,14 @@ def test_mlvu_choice_row_without_candidates_is_an_error(tmp_path: Path) -> None:
     write_json(tmp_path, "mlvu/json/1_plotQA.json", [{k: v for k, v in PLOT.items() if k != "candidates"}])
     with pytest.raises(RecordError, match="1_plotQA.json:1: field 'candidates'"):
         BENCHMARKS.get("mlvu").load(tmp_path)
+
+
+def test_mlvu_easyvideor1_rows_are_refused_with_the_way_out(tmp_path: Path) -> None:
+    row = {"data_type": "video", "data_source": "MLVU", "problem_type": "multiple choice", "path": "./video/needle_32.mp4",
+           "problem": "What does the hand do?", "problem_id": 1, "options": ["A. a", "B. b", "C. c", "D. d"],
+           "solution": "<answer>A</answer>"}
+    write_files(tmp_path, {"mlvu/json/mlvu-dev.json": [row]})
+    with pytest.raises(RecordError, match="mlvu-dev.json:2: field 'task'") as caught:
+        BENCHMARKS.get("mlvu").load(tmp_path)
+    assert "cannot tell it" in str(caught.value) and "use the official json/<n>_<task>.json" in str(caught.value)
 

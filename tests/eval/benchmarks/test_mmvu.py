@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from judge_server import Judge
@@ -16,7 +17,7 @@ from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec
 
-from ..rows import write_json
+from ..rows import check_same, easyvideor1_row, score_strict, write_files, write_json
 from ..verdict_judge import running_verdict_judge, verdict_requests
 
 RIGHT, WRONG = '{"extracted_answer": "B", "correct": true}', '{"extracted_answer": "fire", "correct": false}'
@@ -120,4 +121,23 @@ def test_mmvu_row_without_a_video_names_both_accepted_fields(tmp_path: Path) -> 
     write_json(tmp_path, "mmvu/validation.json", [{k: v for k, v in MMVU_ROWS[1].items() if k != "video"}])
     with pytest.raises(RecordError, match=r"video \(official validation.json\) or video_path \(lmms-eval rows\)"):
         BENCHMARKS.get("mmvu").load(tmp_path)
+
+
+def test_mmvu_easyvideor1_rows_take_the_subject_from_the_video_folder(tmp_path: Path, judge: Any) -> None:
+    """Art right, Chemistry wrong: 50; by subject Art 100, Chemistry 0, as from the official rows (MMVU's official
+    scorer judges multiple choice too, so a judge is needed)."""
+    spec = JudgeSpec(base_url=judge.url, model="j")
+    five = ["10.0", "5.0", "12.0", "15.0", "20.0"]
+    official = [{"id": f"validation_{i}", "video": f"https://huggingface.co/datasets/yale-nlp/MMVU/resolve/main/videos/{s}/0.mp4",
+                 "question": f"Q{i}?", "question_type": "multiple-choice", "choices": dict(zip("ABCDE", five)), "answer": "A",
+                 "metadata": {"subject": s}} for i, s in enumerate(["Art", "Chemistry"])]
+    easy = [easyvideor1_row(i + 1, f"Q{i}?", [f"{'ABCDE'[k]}. {o}" for k, o in enumerate(five)], "A", f"./videos/{s}/0.mp4",
+                  original_question_type="multiple-choice", process="", data_source="https://www.youtube.com/watch?v=x")
+            for i, s in enumerate(["Art", "Chemistry"])]
+    got_official = score_strict(write_files(tmp_path / "o", {"mmvu/validation.json": official}), "mmvu",
+                          {"mmvu/validation_0": "A", "mmvu/validation_1": "B"}, spec)
+    got_easy = score_strict(write_files(tmp_path / "e", {"mmvu/validation.json": easy}), "mmvu",
+                      {"mmvu/validation/1": "A", "mmvu/validation/2": "B"}, spec)
+    check_same(got_official, got_easy, 50.0)
+    assert set(got_easy["breakdowns"]["category"]) == {"Art", "Chemistry"}
 

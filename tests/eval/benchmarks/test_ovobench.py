@@ -16,7 +16,7 @@ from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec
 
-from ..rows import both, sample_row, write_json
+from ..rows import both, check_same, sample_row, score_strict, write_files, write_json
 
 
 @pytest.mark.parametrize(("answer", "ptype", "response", "score"), [
@@ -124,5 +124,64 @@ def test_ovobench_scores_by_the_official_nesting(ovo_root: Path, tmp_path: Path)
 def test_ovobench_forward_row_without_its_field_is_named(tmp_path: Path, row: dict[str, Any], field: str) -> None:
     write_json(tmp_path, "ovobench/ovo_bench_new.json", [row])
     with pytest.raises(RecordError, match=f"ovo_bench_new.json:1: field '{field}'"):
+        BENCHMARKS.get("ovobench").load(tmp_path)
+
+
+OVO_OFFICIAL = [
+    {"id": 0, "task": "EPM", "video": "Ego4D/clips/ec4a3ba3.mp4", "realtime": 215, "question": "Who did I talk to?",
+     "answer": "blue", "options": ["brown", "green", "blue", "white"], "gt": 2},
+    {"id": 1468, "task": "CRR", "video": "MovieNet/tt0048028.mp4", "question": CAR, "answer": "She walks past the car.",
+     "ask_time": 297, "clue_time": 308, "test_info": [{"realtime": 297, "type": 0}, {"realtime": 310, "type": 1}]},
+    {"id": 1516, "task": "SSR", "video": "COIN/xZecGPPhbHE.mp4", "tutorial": "PutOnHairExtensions",
+     "all_steps": [HAIR, "put on the hair extensions"], "start_time": [25, 31], "end_time": [30, 49],
+     "test_info": [{"realtime": 27, "step": HAIR, "type": 1}, {"realtime": 26, "step": "put on the hair extensions", "type": 0}]},
+    {"id": 1558, "task": "REC", "video": "perception_test/video_4017.mp4", "activity": "breaking something",
+     "start_times": [6], "end_times": [17], "test_info": [{"realtime": 17, "count": 1}, {"realtime": 32.0, "count": 1}]},
+]
+
+
+def _ovo(pid: str, task: str, category: str, problem: str, answer: str, options: list[str], **fields: Any) -> dict[str, Any]:
+    ptype = "multiple choice" if options else task
+    return {"data_type": "video", "data_source": "OVO-Bench", "problem_type": ptype, "problem": problem, "options": options,
+            "path": f"{pid.removeprefix('ovo_')}.mp4", "solution": f"<answer>{answer}</answer>", "problem_id": pid,
+            "ovo_task": task, "ovo_category": category, **fields}
+
+
+OVO_EASY = [
+    _ovo("ovo_0", "EPM", "backward", "Who did I talk to?", "C", ["A: brown", "B: green", "C: blue", "D: white"], ovo_id=0),
+    _ovo("ovo_1468_0", "CRR", "forward", CAR, "No", [], ovo_id=1468, ovo_test_idx=0, ovo_type=0),
+    _ovo("ovo_1468_1", "CRR", "forward", CAR, "Yes", [], ovo_id=1468, ovo_test_idx=1, ovo_type=1),
+    _ovo("ovo_1516_0", "SSR", "forward", HAIR, "Yes", [], ovo_id=1516, ovo_test_idx=0, ovo_type=1),
+    _ovo("ovo_1516_1", "SSR", "forward", "put on the hair extensions", "No", [], ovo_id=1516, ovo_test_idx=1, ovo_type=0),
+    _ovo("ovo_1558_0", "REC", "forward", "How many times did they breaking something?", "1", [], ovo_id=1558, ovo_test_idx=0),
+    _ovo("ovo_1558_1", "REC", "forward", "How many times did they breaking something?", "1", [], ovo_id=1558, ovo_test_idx=1),
+]
+
+
+# probe -> (official id, EasyVideoR1 id, response): EPM right; CRR 1/2; SSR 2/2; REC 0/2.
+OVO_ANSWERS = [("0", "0", "C"), ("1468/0", "1468_0", "no"), ("1468/1", "1468_1", "no"), ("1516/0", "1516_0", "yes"),
+               ("1516/1", "1516_1", "no"), ("1558/0", "1558_0", "2"), ("1558/1", "1558_1", "")]
+
+
+def test_ovobench_easyvideor1_forward_rows_score_and_read_as_the_official(tmp_path: Path) -> None:
+    """backward 100; forward (CRR 50 + SSR 100 + REC 0) / 3 = 50; overall 75, from either format."""
+    official_root = write_files(tmp_path / "o", {"ovobench/ovo_bench_new.json": OVO_OFFICIAL})
+    easy_root = write_files(tmp_path / "e", {"ovobench/ovo_bench_new.json": OVO_EASY})
+    got_official = score_strict(official_root, "ovobench", {f"ovobench/{o}": r for o, _, r in OVO_ANSWERS})
+    got_easy = score_strict(easy_root, "ovobench", {f"ovobench/ovo_bench_new/ovo_{e}": r for _, e, r in OVO_ANSWERS})
+    check_same(got_official, got_easy, 75.0)
+    assert got_easy["metrics"]["forward"] == pytest.approx(50.0)
+    official = {r.id.removeprefix("ovobench/"): r for r in BENCHMARKS.get("ovobench").load(official_root)}
+    easy = {r.id.removeprefix("ovobench/ovo_bench_new/ovo_"): r for r in BENCHMARKS.get("ovobench").load(easy_root)}
+    for o, e, _ in OVO_ANSWERS:  # the same question, type and answer; the clip is EasyVideoR1's pre-cut file
+        assert eval_question_text(easy[e]) == eval_question_text(official[o]), e
+        assert (easy[e].problem_type, easy[e].answer) == (official[o].problem_type, official[o].answer), e
+    assert easy["1516_1"].media[0].path == "ovobench/1516_1.mp4" and easy["1516_1"].media[0].end is None
+
+
+def test_ovobench_easyvideor1_rec_row_without_its_activity_is_named(tmp_path: Path) -> None:
+    row = {**OVO_EASY[5], "problem": "Count the breaking."}
+    write_files(tmp_path, {"ovobench/ovo_bench_new.json": [row]})
+    with pytest.raises(RecordError, match="ovo_bench_new.json:2: field 'problem'.*How many times did they <activity>"):
         BENCHMARKS.get("ovobench").load(tmp_path)
 

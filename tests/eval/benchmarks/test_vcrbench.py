@@ -49,6 +49,7 @@ from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec, JudgeSpec
 
+from ..rows import easyvideor1_row, score_strict, write_files
 from ..verdict_judge import running_verdict_judge
 
 
@@ -375,4 +376,21 @@ def test_cot_score_through_evaluate(bench_root: Path, tmp_path: Path) -> None:
         "logic_precision": 100.0, "logic_recall": 0.0, "logic_f1": 0.0,
         "overall_precision": 75.0, "overall_recall": 50.0, "overall_f1": 60.0})  # 2 x .75 x .5 / 1.25
     assert "Video_f1" not in got["protocols"]["strict"]["metrics"]  # the strict block is evr1's accuracy only
+
+
+def test_vcrbench_easyvideor1_rows_keep_the_question_kind(tmp_path: Path, judge: Any) -> None:
+    """(VCR-Bench's official scorer judges multiple choice too, so a judge is needed.)"""
+    spec = JudgeSpec(base_url=judge.url, model="j")
+    choices = {"A": "hostile", "B": "another woman", "C": "another man", "D": "explosion"}
+    official = [{"id": i, "video_path": "video/videoEspresso/x.mp4", "duration": 56, "dimension": "causal",
+                 "question": f"Why {i}?A. hostile\nB. another woman\nC. another man\nD. explosion", "multiple-choice": True,
+                 "choices": choices, "answer": "C", "reasoning": []} for i in range(2)]
+    easy = [easyvideor1_row(i, f"Why {i}?", [f"{k}. {v}" for k, v in choices.items()], "C", "video/videoEspresso/x.mp4",
+                  data_source="VCR-Bench") for i in range(2)]
+    got_official = score_strict(write_files(tmp_path / "o", {"vcrbench/vcrbench.json": official}), "vcrbench",
+                          {"vcrbench/0": "C", "vcrbench/1": "D"}, spec)
+    got_easy = score_strict(write_files(tmp_path / "e", {"vcrbench/vcrbench.json": easy}), "vcrbench",
+                      {"vcrbench/vcrbench/0": "C", "vcrbench/vcrbench/1": "D"}, spec)
+    assert got_easy["score"] == got_official["score"] == 50.0
+    assert got_easy["breakdowns"]["question_kind"] == got_official["breakdowns"]["question_kind"]
 

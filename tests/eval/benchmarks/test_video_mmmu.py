@@ -21,7 +21,7 @@ from evr1.eval.benchmarks.video_mmmu import MMMU_DOMAINS, MMMU_DROPPED, mmmu_ope
 from evr1.eval.protocols import block
 from evr1.registry import BENCHMARKS
 
-from ..rows import both, sample_row, write_json
+from ..rows import both, check_same, easyvideor1_row, sample_row, score_strict, write_files, write_json
 
 
 @pytest.mark.parametrize(("answer", "response", "right"), [
@@ -166,5 +166,36 @@ def test_video_mmmu_official_nested_files_import_with_track_ids(tmp_path: Path) 
 def test_video_mmmu_unknown_shape_says_which_is_expected(tmp_path: Path) -> None:
     write_json(tmp_path, "video_mmmu/Perception.json", {"perception": {"0": {"question": "Q?"}}})
     with pytest.raises(RecordError, match=r"Perception.json:1: .*\{\"Perception\": \{index: row\}\}"):
+        BENCHMARKS.get("video_mmmu").load(tmp_path)
+
+
+def _mmmu_easy(pid: int, image: bool) -> dict[str, Any]:
+    row = easyvideor1_row(pid, "<image 1> What kind of sugar is this?" if image else "What kind of sugar is this?",
+                ["A. aldose", "B. ketose", "C. glucose"], "A", "./dev_Biology_3.mp4", original_question_type="multiple-choice",
+                process="", data_source="https://www.youtube.com/watch?v=U7YqCUd_ZfA")
+    return {**row, "image_path": "./images/dev_Biology_3.png"} if image else row
+
+
+def test_video_mmmu_easyvideor1_rows_keep_tracks_and_the_question_image(tmp_path: Path) -> None:
+    """Adaptation right, Perception wrong, Comprehension right: 66.67, per track as from the official rows."""
+    row = {"id": "dev_Biology_3", "question": "What kind of sugar is this?", "options": ["aldose", "ketose", "glucose"], "answer": "A"}
+    official = {f"video_mmmu/{t}.json": [{**row, **({"image": "dev_Biology_3.png"} if t == "Adaptation" else {})}]
+                for t in ("Perception", "Comprehension", "Adaptation")}
+    easy = {"video_mmmu/Perception.json": [_mmmu_easy(1, True), _mmmu_easy(301, False), _mmmu_easy(601, False)]}
+    official_root, easy_root = write_files(tmp_path / "o", official), write_files(tmp_path / "e", easy)
+    got_official = score_strict(official_root, "video_mmmu", {"video_mmmu/Adaptation/dev_Biology_3": "A",
+                                                         "video_mmmu/Comprehension/dev_Biology_3": "A",
+                                                         "video_mmmu/Perception/dev_Biology_3": "B"})
+    got_easy = score_strict(easy_root, "video_mmmu", {"video_mmmu/Perception/1": "A", "video_mmmu/Perception/301": "A",
+                                                "video_mmmu/Perception/601": "B"})
+    check_same(got_official, got_easy, 200 / 3)
+    adaptation = BENCHMARKS.get("video_mmmu").load(easy_root)[0]
+    assert [(m.kind, m.path) for m in adaptation.media] == [("video", "video_mmmu/dev_Biology_3.mp4"),
+                                                            ("image", "video_mmmu/images/dev_Biology_3.png")]
+
+
+def test_video_mmmu_easyvideor1_image_outside_the_adaptation_block_is_an_error(tmp_path: Path) -> None:
+    write_files(tmp_path, {"video_mmmu/Perception.json": [_mmmu_easy(601, True)]})
+    with pytest.raises(RecordError, match=r"field 'track'.*Adaptation question.*601 places it in Perception"):
         BENCHMARKS.get("video_mmmu").load(tmp_path)
 

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from evr1.eval.benchmarks.videomathqa import videomath
 from evr1.eval.protocols import block
 from evr1.registry import BENCHMARKS
 
-from ..rows import sample_row, scored
+from ..rows import check_same, easyvideor1_row, sample_row, score_strict, scored, write_files
 
 
 def test_videomathqa_counts_unread_answers_and_mbin_needs_every_pair() -> None:
@@ -43,4 +46,45 @@ def test_videomath_mbin_needs_every_pair() -> None:
             scored(0, setting="mcq", question_id="1")]
     result = videomath()(rows)
     assert (result.score, result.metrics["MBin"], result.metrics["MCQ"]) == (50.0, 50.0, 0.0)
+
+
+VMQ = {"A": ("2584897a-267", "Counting", "long"), "B": ("f93445c3-75", "Chart", "short")}
+
+
+FIVE = ["A. 24", "B. 28", "C. 30", "D. 12", "E. 18"]
+
+
+def _vmq_official() -> dict[str, Any]:
+    mcq = [{"question_id": qid, "videoID": qid[:8], "question": f"Q {key}?", "options": FIVE, "answer": "B",
+            "category": cat, "duration": dur} for key, (qid, cat, dur) in VMQ.items()]
+    mbin = [{"question_id": qid, "pair": p, "videoID": qid[:8], "question": f"Q {key}?", "options": ["A. 28", "B. 30"],
+             "answer": "A", "category": cat, "duration": dur} for key, (qid, cat, dur) in VMQ.items() for p in range(4)]
+    return {"videomathqa/mcq.json": mcq, "videomathqa/mbin.json": mbin}
+
+
+def _vmq_easy() -> dict[str, Any]:
+    rows = []
+    for key, (qid, cat, dur) in VMQ.items():
+        common = {"video_id": qid[:8], "data_source": "VideoMathQA", "category": cat, "length": dur, "steps": "{}"}
+        rows.append(easyvideor1_row(qid, f"Q {key}?", FIVE, "B", f"./videos/{qid[:8]}.mp4", **common))
+        n = qid.rsplit("-", 1)[1]
+        rows += [easyvideor1_row(qid, f"Q {key}?", ["A. 28", "B. 30"], "A", f"./videos/{qid[:8]}.mp4", mbinary_id=int(f"{n}{p + 1}"), **common)
+                 for p in range(4)]
+    return {"videomathqa/videomathqa.jsonl": rows}
+
+
+def test_videomathqa_easyvideor1_rows_score_as_the_official(tmp_path: Path) -> None:
+    """A: MCQ right, 4/4 pairs right; B: MCQ wrong, 3/4 pairs right -> MBin 50 (B fails), MCQ 50."""
+    (a, _, _), (b, _, _) = VMQ.values()
+    official = {f"videomathqa/mcq/{a}": "B", f"videomathqa/mcq/{b}": "C",
+                **{f"videomathqa/mbin/{a}/{p}": "A" for p in range(4)},
+                **{f"videomathqa/mbin/{b}/{p}": "A" if p else "B" for p in range(4)}}
+    easy = {f"videomathqa/videomathqa/{a}": "B", f"videomathqa/videomathqa/{b}": "C",
+            **{f"videomathqa/videomathqa/{a}/267{p + 1}": "A" for p in range(4)},
+            **{f"videomathqa/videomathqa/{b}/75{p + 1}": "A" if p else "B" for p in range(4)}}
+    got_official = score_strict(write_files(tmp_path / "o", _vmq_official()), "videomathqa", official)
+    got_easy = score_strict(write_files(tmp_path / "e", _vmq_easy()), "videomathqa", easy)
+    check_same(got_official, got_easy, 50.0)
+    assert got_easy["metrics"]["MCQ"] == 50.0 and got_easy["metrics"]["mbin_questions"] == 2.0
+    assert {k: v["score"] for k, v in got_easy["breakdowns"]["category (MBin)"].items()} == {"Counting": 100.0, "Chart": 0.0}
 

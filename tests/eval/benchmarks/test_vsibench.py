@@ -14,7 +14,7 @@ from evr1.eval.benchmarks.vsibench import vsi_mra, vsibench_item
 from evr1.eval.protocols import block
 from evr1.registry import BENCHMARKS
 
-from ..rows import both, sample_row
+from ..rows import both, check_same, easyvideor1_row, sample_row, score_strict, write_files
 
 
 @pytest.mark.parametrize(("response", "truth", "mra"), [
@@ -101,4 +101,26 @@ def test_vsibench_merges_the_direction_levels_into_one_task() -> None:
     [count] = vsibench({**base, "question_type": "object_counting", "options": None, "ground_truth": "3"}, ctx)
     assert hard["meta"] == {"task": "object_rel_direction", "difficulty": "hard", "dataset": "scannet"}
     assert count["meta"] == {"task": "object_counting", "dataset": "scannet"}
+
+
+DIRS = ["front-left", "back-right", "back-left", "front-right"]
+
+
+def test_vsibench_easyvideor1_rows_score_as_the_official(tmp_path: Path) -> None:
+    """object_counting: "4" for 4 (MRA 1), "4.5" for 4 (|4.5-4|/4 = 0.125 < 1-θ for θ = .50..85: MRA 0.8) -> 90;
+    object_rel_direction: easy right, hard wrong -> (100 + 0) / 2 = 50. Task mean (90 + 50) / 2 = 70."""
+    items = [(0, "object_counting", None, "4"), (1, "object_counting", None, "4"),
+             (2, "object_rel_direction_easy", DIRS, "A"), (3, "object_rel_direction_hard", DIRS, "A")]
+    official = [{"id": i, "dataset": "arkitscenes", "scene_name": "41069025", "question_type": q, "question": f"Q{i}?",
+                 "options": [f"{'ABCD'[k]}. {d}" for k, d in enumerate(o)] if o else None, "ground_truth": a}
+                for i, q, o, a in items]
+    easy = [easyvideor1_row(i, f"Q{i}?", [f"{'ABCD'[k]}. {d}" for k, d in enumerate(o)] if o else None, a, "./arkitscenes/41069025.mp4",
+                  "multiple choice" if o else "regression", original_question_type=q, process="", data_source="VSIBench")
+            for i, q, o, a in items]
+    responses = ["4", "4.5", "A", "B"]
+    got_official = score_strict(write_files(tmp_path / "o", {"vsibench/test.json": official}), "vsibench",
+                          {f"vsibench/{i}": r for i, r in enumerate(responses)})
+    got_easy = score_strict(write_files(tmp_path / "e", {"vsibench/test.json": easy}), "vsibench",
+                      {f"vsibench/test/{i}": r for i, r in enumerate(responses)})
+    check_same(got_official, got_easy, 70.0)
 

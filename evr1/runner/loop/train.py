@@ -44,6 +44,7 @@ from evr1.run_dir import (
 )
 from evr1.runner.loop.batch import Row, StepBatch, response_metrics
 from evr1.runner.loop.data_failures import FAILURES_FILE, DataFailures
+from evr1.runner.loop.mismatch_report import MismatchReport
 from evr1.runner.loop.pipeline import Generation, Pipeline, Responses, load_in_flight, save_in_flight
 from evr1.runner.loop.preemption import Stopped, StopSignals
 from evr1.runner.loop.resume import discard_evaluations, load_checkpoint, save_checkpoint
@@ -81,6 +82,7 @@ class Trainer:
         self.exp, self.run_dir, self.source = exp, Path(run_dir), source
         self.lost_workers = 0  # recoveries from a lost worker so far (`trainer.max_failures`)
         self.fault_metrics: dict[str, float] = {}  # logged with the next step
+        self.mismatch = MismatchReport(exp)  # the engine-learner mismatch: metric names, one-time warning
         if exp.data.synth is not None:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
@@ -192,6 +194,7 @@ class Trainer:
         with timer("update"):
             batch = self.old_logprobs(batch)
             metrics |= self.update(batch)
+        self.mismatch.report(metrics)  # mismatch/<engine>/..., and the warning once
         if self.kl is not None and "kl/mean" in metrics:  # the reward penalty's coefficient adapts to the step's KL
             metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(batch.training))
         with timer("sync"):

@@ -27,6 +27,7 @@ from typing import Any
 
 import fiddle as fdl
 
+from evr1.config_typos import misspelt_field
 from evr1.errors import ConfigError, known_list, suggest
 
 DEFAULT_VARIANT = "experiment"
@@ -192,6 +193,9 @@ def _load_file(path: Path, name: str | None = None, folder: Path | None = None, 
         if isinstance(exc, ConfigError):
             _FAILED[path] = code, exc
             raise
+        if (typo := misspelt_field(exc)) is not None:
+            _FAILED[path] = code, typo
+            raise typo from None
         hint = f" (modules next to it are imported from {search})" if isinstance(exc, ImportError) else ""
         error = ConfigError(f"experiment file {path} failed to import: {type(exc).__name__}: {exc}{hint}")
         _FAILED[path] = code, error
@@ -342,10 +346,16 @@ def import_source(source: ExperimentSource) -> None:
 
 def load_config(spec: str, root: Path | None = None) -> tuple[fdl.Config, ExperimentSource]:
     """Call the experiment function and name the result after its source unless it names itself. The source's
-    `deps` are the other experiments used meanwhile (loaded by the function, or by the file when imported)."""
+    `deps` are the other experiments used meanwhile (loaded by the function, or by the file when imported). A field
+    name Fiddle refuses (`cfg.trainer.val_evry = 10`) is a one-line `ConfigError` naming the file and line."""
     with _recording() as used:
         fn, source = resolve(spec, root)
-        cfg = fn()
+        try:
+            cfg = fn()
+        except (AttributeError, TypeError) as exc:
+            if (typo := misspelt_field(exc)) is None:
+                raise
+            raise typo from None
     if not isinstance(cfg, fdl.Config):
         raise ConfigError(f"experiment {source.label} ({source.location}) returned {type(cfg).__name__}, not fdl.Config[Experiment]")
     if "name" not in cfg.__arguments__:

@@ -1,5 +1,6 @@
-"""Finding experiments by name: a `.py` path, `experiments/NAME.py`, a registered entry point,
-or a dotted module; `NAME:VARIANT` picks another function of the same file.
+"""Finding experiments by name: a `.py` path, `experiments/NAME.py` of the project, one that ships with evr1
+(`evr1/experiments/NAME.py`), a registered entry point, or a dotted module; `NAME:VARIANT` picks another function
+of the same file.
 
 An experiment file is imported with its folder on `sys.path` (for that import only), so it can
 import modules that sit next to it (`import myrewards` in `experiments/split.py`); import them at
@@ -61,6 +62,17 @@ def project_root(start: Path | None = None) -> Path | None:
     for folder in (here, *here.parents):
         if (folder / "experiments").is_dir():
             return folder
+    return None
+
+
+BUILTIN = Path(__file__).resolve().parent / "experiments"  # the experiment files that ship with evr1
+
+
+def experiment_file(name: str, root: Path | None) -> Path | None:
+    """The file of experiment NAME: `experiments/NAME.py` of the project at `root`, else the one evr1 ships."""
+    for folder in ([root / "experiments"] if root is not None else []) + [BUILTIN]:
+        if not name.startswith("_") and (folder / f"{name}.py").is_file():
+            return folder / f"{name}.py"
     return None
 
 
@@ -223,11 +235,12 @@ def variants(module: ModuleType) -> dict[str, Callable[[], fdl.Config]]:
 
 
 def known_experiments(root: Path | None = None) -> list[str]:
-    """Names of experiment files under the project's `experiments/` and registered experiments."""
+    """Names of experiment files under the project's `experiments/`, those evr1 ships and registered experiments."""
     from evr1.registry import EXPERIMENTS
 
     root = root if root is not None else project_root()
-    files = sorted(p.stem for p in (root / "experiments").glob("*.py") if not p.stem.startswith("_")) if root else []
+    folders = ([root / "experiments"] if root else []) + [BUILTIN]
+    files = {p.stem for folder in folders for p in folder.glob("*.py") if not p.stem.startswith("_")}
     return sorted({*files, *EXPERIMENTS.names()})
 
 
@@ -270,8 +283,7 @@ def _find(name: str, root: Path | None) -> tuple[Any, ExperimentSource]:
             raise ConfigError(f"experiment file {name} does not exist")
         path = as_path.resolve()
         return _load_file(path), ExperimentSource(path.stem, DEFAULT_VARIANT, "file", str(path), path)
-    if root is not None and (root / "experiments" / f"{name}.py").is_file():
-        path = root / "experiments" / f"{name}.py"
+    if (path := experiment_file(name, root)) is not None:
         return _load_file(path), ExperimentSource(name, DEFAULT_VARIANT, "file", str(path), path)
     if name in _IMPORTED:  # e.g. a run's copy, its original gone
         return _imported(_IMPORTED[name])
@@ -288,7 +300,8 @@ def _find(name: str, root: Path | None) -> tuple[Any, ExperimentSource]:
         file = Path(module.__file__) if module.__file__ else None
         return module, ExperimentSource(name, DEFAULT_VARIANT, "module", name, file)
     known = known_experiments(root)
-    where = f" under {root / 'experiments'}" if root else " (no experiments/ folder found from the current directory)"
+    where = (f" under {root / 'experiments'} or among those evr1 ships" if root else
+             " among those evr1 ships (no experiments/ folder found from the current directory)")
     raise ConfigError(f"unknown experiment {name!r}{where}.{suggest(name, known)} Known: {known_list(known)}")
 
 

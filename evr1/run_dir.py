@@ -31,7 +31,7 @@ from typing import Any
 
 from evr1.errors import ConfigError
 from evr1.experiment import Experiment, Override
-from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, project_root
+from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, experiment_file, project_root
 
 CONFIG_FILE = "config.json"
 RUN_FILE = "run.json"
@@ -232,13 +232,11 @@ def last_failure(run_dir: Path) -> dict[str, Any] | None:
 
 
 def current_file(location: str | None, name: str) -> Path | None:
-    """An experiment file as it is now: the recorded `location`, else `experiments/<name>.py` of the project found
-    from the cwd; None when neither exists."""
+    """An experiment file as it is now: the recorded `location`, else the file of experiment `name` found from the
+    cwd (`experiments/<name>.py` of the project, or the one evr1 ships); None when neither exists."""
     if location and Path(location).is_file():
         return Path(location)
-    root = project_root()
-    by_name = root / "experiments" / f"{name}.py" if root is not None and name else None
-    return by_name if by_name is not None and by_name.is_file() else None
+    return experiment_file(name, project_root()) if name else None
 
 
 def original_source(run_dir: Path) -> Path | None:

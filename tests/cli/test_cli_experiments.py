@@ -98,7 +98,7 @@ def test_prepare_writes_a_run_dir_that_round_trips_and_a_dry_run_writes_nothing(
     exp = load_experiment(run_dir)
     assert exp.trainer.steps == 5 and exp.name == "quickstart"
     assert json.loads((run_dir / "run.json").read_text())["overrides"] == ["trainer.steps=5"]
-    assert (run_dir / "experiment.py").read_text() == (ROOT / "experiments" / "quickstart.py").read_text()
+    assert (run_dir / "experiment.py").read_text() == (ROOT / "evr1" / "experiments" / "quickstart.py").read_text()
 
 
 @pytest.mark.parametrize("leftover", ["config.json", "metrics.jsonl", "samples.jsonl", "checkpoints"])

@@ -18,7 +18,7 @@ from test_cli_experiments import ROOT, assert_user_error, evr1, evr1_process
 
 from evr1.errors import ConfigError
 
-QUICKSTART = ROOT / "experiments" / "quickstart.py"
+QUICKSTART = ROOT / "evr1" / "experiments" / "quickstart.py"
 
 HELPERS = '''
 from evr1.registry import REWARDS

@@ -121,8 +121,11 @@ def _sampler(data) -> str:
 
 
 def _rewards(reward) -> str:
-    routes = ", ".join(f"{plain(t)} -> {name}" for t, name in reward.routes.items()) or "default routes"
-    return f"{routes}; format {reward.format} (weight {reward.format_weight:g})"
+    """The score's parts and their weights: the accuracy of each type's route, the format, the extra rewards."""
+    routes = "".join(f"{plain(t)} -> {name}, " for t, name in reward.routes.items())
+    extra = "".join(f"; extra {name} (weight {weight:g})" for name, weight in reward.extra.items())
+    return (f"accuracy (weight {reward.accuracy_weight:g}): {routes}{'others' if routes else 'every type'} by default"
+            f" route; format {reward.format} (weight {reward.format_weight:g}){extra}")
 
 
 def _plan(experiment) -> Table:

@@ -218,6 +218,7 @@ def describe(
     """Where a reward lives, what it does, and its scoring policy."""
     import inspect
 
+    from evr1.experiment_files import PACKAGE
     from evr1.registry import REWARDS, UnknownNameError
     from evr1.rewards.contract import status_of
 
@@ -235,11 +236,12 @@ def describe(
         file = inspect.getsourcefile(target)
     except TypeError:
         file = None
+    own = (inspect.getdoc(target) or description.summary).splitlines()
     lines = [f"rewards:{description.name}", f"  {description.module}" + (f" [{file}]" if file else ""),
-             f"  origin: {description.origin}", f"  {description.summary}"]  # fmt: skip
-    policy = inspect.getdoc(module) if module is not None else None
-    if policy:
-        lines += ["", f"policy ({module.__name__}):", policy]  # type: ignore[union-attr]
+             f"  origin: {description.origin}", *(f"  {line}".rstrip() for line in own)]  # fmt: skip
+    about = inspect.getdoc(module) if module is not None and not module.__name__.startswith(f"{PACKAGE}.") else None
+    if about:  # the module's account of the rewards it holds (an experiment file's docstring describes the experiment)
+        lines += ["", f"module {module.__name__}, which holds it:", about]  # type: ignore[union-attr]
     status = status_of(REWARDS.get(name))
     if status is not None:
         lines += ["", "here:", *(f"  {line}" for line in status(build_spec([], [], experiment)))]

@@ -70,6 +70,8 @@ def test_describe_and_routes() -> None:
     out = evr1("rewards", "describe", "regression")
     assert out.returncode == 0, out.stderr
     assert "evr1/rewards/numerical.py" in out.stdout and "0.50" in out.stdout and "VSI-Bench" in out.stdout
+    assert "policy" not in out.stdout  # the module's docstring is said to be the module's
+    assert "\nmodule evr1.rewards.numerical, which holds it:\nNumerical answers (exact after normalising" in out.stdout
     out = evr1("rewards", "routes", "--route", "open_ended=format")
     assert out.returncode == 0, out.stderr
     assert any(line.split() == ["open_ended", "format"] for line in out.stdout.splitlines())
@@ -151,6 +153,7 @@ def test_set_suggests_and_takes_the_reward_prefix(pairs: Path) -> None:
 
 
 EXPERIMENT = '''
+"""An experiment scoring numerical answers with half marks."""
 import fiddle as fdl
 
 from evr1.experiment import Experiment
@@ -196,6 +199,7 @@ def test_experiment_option_imports_its_rewards_and_settings(project: Path, pairs
     out = _run_in(project, EVR1, "rewards", "describe", "clitest/half", "--experiment", "halfexp")
     assert out.returncode == 0, out.stderr
     assert "Half marks for everything." in out.stdout and "halfexp.py" in out.stdout
+    assert "An experiment scoring" not in out.stdout and "which holds it" not in out.stdout  # the experiment's docstring
     out = _run_in(project, EVR1, "rewards", "routes", "--experiment", "halfexp")
     assert any(line.split() == ["numerical", "clitest/half"] for line in out.stdout.splitlines())
 
@@ -263,3 +267,23 @@ def test_routes_say_how_the_score_weighs_its_parts(tmp_path: Path, short_reward:
     assert out.stdout.splitlines()[-1] == (
         "score: the weighted mean of the route's accuracy (0.9), the format (0.1), t25/short (0.5), open_ended (0.25),"
         " each extra reward where it applies")
+
+
+def _documented(inp, spec):
+    """Documented: 1 for everything.
+
+    Its second paragraph, which `rewards describe` prints too."""
+    return 1.0
+
+
+def test_describe_prints_the_whole_docstring_and_no_experiment_files_docstring(tmp_path: Path) -> None:
+    from evr1.registry import REWARDS
+
+    REWARDS.register("t25/documented", _documented)
+    try:
+        out = evr1("rewards", "describe", "t25/documented")
+    finally:
+        REWARDS.unregister("t25/documented")
+    assert out.returncode == 0, out.stderr
+    assert "  Documented: 1 for everything.\n\n  Its second paragraph, which `rewards describe` prints too.\n" in out.stdout
+    assert f"module {__name__}, which holds it:\n{__doc__.splitlines()[0]}" in out.stdout

@@ -38,14 +38,17 @@ def show(
     name: Annotated[str, typer.Argument(help="NAME[:VARIANT]: a .py file, experiments/NAME.py, a registered experiment or a module.")],
     overrides: SetOption = None,
 ) -> None:
-    """Print the flattened, validated config, marking values set on the command line."""
+    """Print the experiment function's docstring, the experiment's description and the flattened, validated config,
+    marking values set on the command line."""
     from evr1.experiment import flatten, provenance
+    from evr1.experiment_files import resolve
 
     cfg, source, applied, experiment = _resolve(name, overrides)
     marks = provenance(cfg, applied)
-    console.print(f"[bold]{source.label}[/bold]  ({source.origin}: {source.location})")
-    if experiment.description:
-        print(readable(experiment.description) + "\n")
+    console.print(f"[bold]{source.label}[/bold]  ({source.origin}: {source.location})", soft_wrap=True)
+    doc = inspect.getdoc(resolve(name)[0])
+    for text in dict.fromkeys(t for t in (doc, experiment.description) if t):  # each once: the description may be it
+        print(readable(text) + "\n")
     rows = [(path, value) for path, value in flatten(experiment) if path != "description"]  # printed above
     width = max(len(path) for path, _ in rows)
     for path, value in rows:  # plain lines, never wrapped: easy to grep and to copy into --set

@@ -161,13 +161,31 @@ def test_import_is_cheap() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_show_prints_the_description_as_text() -> None:
+def test_show_prints_the_docstring_and_the_description_as_text() -> None:
     out = evr1("show", "quickstart")
     assert out.returncode == 0, out.stderr
     assert "\\n" not in out.stdout and "description " not in out.stdout
     lines = out.stdout.splitlines()
-    assert lines[1] == "Quickstart: a tiny random-init Qwen2.5-VL learns synthetic video and image questions on CPU."
+    assert lines[0].startswith("quickstart  (file: ")  # the name as it is called
+    assert lines[1:5] == ["Tiny model, synthetic colour questions on 56x56 clips and images, GRPO + one offline answer per",
+                          "group of 4.", "",  # the function's docstring, then the description (the file's docstring)
+                          "A tiny random-init Qwen2.5-VL learns synthetic video and image questions on CPU."]
     assert "- lr 1e-3: 2e-3 learned the format sooner but collapsed to one letter and stayed at chance." in lines
+    debug = evr1("show", "quickstart:debug").stdout.splitlines()
+    assert debug[1:4] == ["Three steps, for smoke tests.", "",
+                          "A tiny random-init Qwen2.5-VL learns synthetic video and image questions on CPU."]
+
+
+def test_show_prints_a_description_equal_to_the_docstring_once(tmp_path: Path) -> None:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "same.py").write_text(
+        "import fiddle as fdl\nfrom evr1.experiment import Experiment\n\n\ndef experiment():\n"
+        "    \"\"\"Described once.\"\"\"\n    return fdl.Config(Experiment, description=experiment.__doc__)\n")
+    out = evr1("show", "same", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"same  (file: {tmp_path / 'experiments' / 'same.py'})"  # one line, however long
+    assert lines[1:3] == ["Described once.", ""] and lines[3].split() == ["name", "'same'"]
 
 
 @pytest.mark.parametrize(

@@ -104,7 +104,7 @@ def test_an_experiment_built_on_another_records_and_copies_it(tmp_path: Path) ->
     (proj / "experiments" / "ex.py").unlink()  # the resume imports the run's copy, which registers deps1/exact
     resumed = evr1_process("run", "--resume", str(run_dir), "--dry-run", cwd=proj)
     assert resumed.returncode == 0, resumed.stderr
-    assert "rewards multiple_choice -> deps1/exact;" in " ".join(resumed.stdout.split())
+    assert "rewards accuracy (weight 0.9): multiple_choice -> deps1/exact, others by default route;" in " ".join(resumed.stdout.split())
 
 
 @pytest.mark.usefixtures("experiment_imports_restored")

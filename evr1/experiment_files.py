@@ -234,6 +234,21 @@ def variants(module: ModuleType) -> dict[str, Callable[[], fdl.Config]]:
     return found
 
 
+def _experiment_like(fn: Callable[..., Any]) -> bool:
+    """Whether a variant of a file is listed as an experiment: not a component the file registers (a plugin, e.g.
+    `@EXPERIMENTS.register("acme/exp")`, listed under its registered name), nor annotated as returning something
+    else than a Config of an `Experiment` (a helper such as `def video() -> fdl.Config[VideoSpec]`)."""
+    from evr1.registry import REGISTRIES
+
+    if any(registry.holds(fn) for registry in REGISTRIES.values()):
+        return False
+    returns = inspect.signature(fn).return_annotation
+    if returns is inspect.Signature.empty or returns is fdl.Config:
+        return True
+    text = returns if isinstance(returns, str) else repr(returns)
+    return "Experiment" in text or text.rpartition(".")[2] == "Config"
+
+
 def known_experiments(root: Path | None = None) -> list[str]:
     """Names of experiment files under the project's `experiments/`, those evr1 ships and registered experiments."""
     from evr1.registry import EXPERIMENTS
@@ -321,9 +336,11 @@ def resolve(spec: str, root: Path | None = None) -> tuple[Callable[[], fdl.Confi
 
 def summary(name: str, root: Path | None = None) -> tuple[list[tuple[str, str]], str]:
     """Every variant of experiment NAME as (`NAME[:VARIANT]`, first docstring line), the default first,
-    and where it lives; no rows for a file that defines no experiment (a module the experiments import)."""
+    and where it lives; no rows for a file that defines no experiment (a module the experiments import, one that
+    registers plugins: see `_experiment_like`)."""
     target, source = locate(name, root)
     choices = {DEFAULT_VARIANT: target} if inspect.isfunction(target) else variants(target)
+    choices = {v: fn for v, fn in choices.items() if source.origin != "file" or _experiment_like(fn)}
     order = sorted(choices, key=lambda v: (v != DEFAULT_VARIANT, v))
     rows = []
     for variant in order:
@@ -357,6 +374,12 @@ def import_source(source: ExperimentSource) -> None:
             raise ConfigError(f"experiment module {source.location} failed to import: {exc}") from exc
 
 
+def _configures_an_experiment(cfg: fdl.Config) -> bool:
+    from evr1.experiment import Experiment
+
+    return inspect.isclass(cfg.__fn_or_cls__) and issubclass(cfg.__fn_or_cls__, Experiment)
+
+
 def load_config(spec: str, root: Path | None = None) -> tuple[fdl.Config, ExperimentSource]:
     """Call the experiment function and name the result after its source unless it names itself. The source's
     `deps` are the other experiments used meanwhile (loaded by the function, or by the file when imported). A field
@@ -371,6 +394,10 @@ def load_config(spec: str, root: Path | None = None) -> tuple[fdl.Config, Experi
             raise typo from None
     if not isinstance(cfg, fdl.Config):
         raise ConfigError(f"experiment {source.label} ({source.location}) returned {type(cfg).__name__}, not fdl.Config[Experiment]")
+    if not _configures_an_experiment(cfg):
+        what = getattr(cfg.__fn_or_cls__, "__name__", repr(cfg.__fn_or_cls__))
+        raise ConfigError(f"experiment {source.label} ({source.location}) returned fdl.Config[{what}], not"
+                          " fdl.Config[Experiment]")
     if "name" not in cfg.__arguments__:
         cfg.name = source.label
     return cfg, replace(source, deps=tuple(s for s in used if s.key != source.key))

@@ -229,3 +229,59 @@ def test_one_data_path_is_a_one_element_tuple(tmp_path: Path) -> None:
     assert out.returncode == 0 and "warning" not in out.stderr, out.stderr
     data = load_experiment(tmp_path / "run").data
     assert data.train == data.val == (f"{tmp_path}/mine.jsonl",)
+
+
+PLUGINS = '''
+"""Acme's plugins, next to the experiments."""
+import fiddle as fdl
+
+from evr1.experiment import Experiment
+from evr1.registry import EXPERIMENTS, REWARDS
+from evr1.specs import VideoSpec
+
+
+@EXPERIMENTS.register("t25list/base")
+def base() -> fdl.Config[Experiment]:
+    """Registered: listed under its registered name, not as a variant of this file."""
+    return fdl.Config(Experiment)
+
+
+@REWARDS.register("t25list/batch")
+def batch(inputs=(), spec=None):
+    """A reward whose arguments all have defaults."""
+    return [1.0] * len(inputs)
+
+
+def video() -> fdl.Config[VideoSpec]:
+    """A helper returning a spec's config."""
+    return fdl.Config(VideoSpec)
+'''
+
+MINE = '''
+import fiddle as fdl
+
+from evr1.experiment import Experiment
+
+
+def experiment():
+    """Unannotated: an experiment."""
+    return fdl.Config(Experiment)
+
+
+def annotated() -> "fdl.Config[Experiment]":
+    """Annotated as one."""
+    return fdl.Config(Experiment)
+'''
+
+
+def test_list_experiments_leaves_out_plugin_modules(tmp_path: Path, experiment_imports_restored: None) -> None:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "acme_plugins.py").write_text(PLUGINS)
+    (tmp_path / "experiments" / "mine.py").write_text(MINE)
+    out = evr1("list", "experiments", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    listed = [line.split()[0] for line in out.stdout.splitlines()[1:] if str(tmp_path) in line or ":" in line.split()[0]]
+    assert [label for label in listed if label.startswith(("acme", "mine"))] == ["mine", "mine:annotated"]
+    assert_user_error(evr1("show", "acme_plugins:video", cwd=tmp_path),
+                      f"acme_plugins:video ({tmp_path / 'experiments' / 'acme_plugins.py'}) returned"
+                      " fdl.Config[VideoSpec], not fdl.Config[Experiment]")

@@ -1,4 +1,4 @@
-"""Run the variants of `experiments/ablations.py` and plot their held-out accuracy per step.
+"""Run the variants of `evr1/experiments/ablations.py` and plot their held-out accuracy per step.
 
     python -m evr1.cli.ablations --out runs/ablations --plot docs/ablations.png [--steps N] [--set path=value ...]
 

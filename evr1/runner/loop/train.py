@@ -37,6 +37,7 @@ from evr1.runner.loop.data_failures import FAILURES_FILE, DataFailures
 from evr1.runner.loop.pipeline import Generation, load_in_flight, save_in_flight
 from evr1.runner.loop.resume import discard_evaluations, load_checkpoint, save_checkpoint
 from evr1.runner.loop.reward_phase import Scorer, greedy_baselines, sample_row
+from evr1.runner.loop.validation import split_metrics
 from evr1.runner.ray.cluster import ray_session
 from evr1.runner.ray.workers import TrainingError, Workers, get, start_workers
 
@@ -272,7 +273,8 @@ class Trainer:
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, step: int) -> dict[str, float]:
-        """Greedy accuracy and score on every validation split (a record whose media failed counts as wrong)."""
+        """Greedy accuracy and score on every validation split, and per problem type (a record whose media failed
+        counts as wrong; `evr1.runner.loop.validation`)."""
         metrics: dict[str, float] = {}
         for split in self.vals:
             records = [r for r in split.records if not self.failures.skipped(split.name, r.id)]
@@ -284,9 +286,7 @@ class Trainer:
             texts = [g[0].text for i, g in enumerate(groups) if i not in failed]
             records = [r for i, r in enumerate(records) if i not in failed]
             _, outputs = self.scorer.score(records, texts, [r.id for r in records], step, shown)
-            total = len(split.records)
-            metrics[f"val/{split.name}/accuracy"] = sum(o.components.get("accuracy", 0.0) for o in outputs) / total
-            metrics[f"val/{split.name}/score"] = sum(o.score for o in outputs) / total
+            metrics.update(split_metrics(split.name, split.records, records, outputs))
             if self.failures.count(split.name):
                 metrics[f"val/{split.name}/failed_records"] = float(self.failures.count(split.name))
         return metrics

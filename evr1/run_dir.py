@@ -71,13 +71,19 @@ def _git_commit(folder: Path) -> str | None:
     return out.stdout.strip() or None
 
 
+def run_label(experiment: Experiment, variant: str = DEFAULT_VARIANT) -> str:
+    """The name of a run of `variant`: the experiment's name, with `:<variant>` unless it is the default variant or
+    the name already ends with it (an experiment that sets `name=` gives every variant that name)."""
+    name = experiment.name
+    if variant == DEFAULT_VARIANT or name.endswith((f":{variant}", f"-{variant}")):
+        return name
+    return f"{name}:{variant}"
+
+
 def new_run_dir(experiment: Experiment, root: Path | None = None, variant: str = DEFAULT_VARIANT) -> Path:
-    """`<run_root>/<name>/<timestamp>/`, made unique if two runs start in the same second. The folder of a
-    `variant` other than the default is `<name>-<variant>` unless the name already ends so (an experiment that
-    sets `name=` gives every variant that name)."""
-    name = experiment.name.replace(":", "-")
-    if variant != DEFAULT_VARIANT and not name.endswith(f"-{variant}"):
-        name = f"{name}-{variant}"
+    """`<run_root>/<label>/<timestamp>/` (`run_label`, `:` written `-`), made unique if two runs start in the same
+    second."""
+    name = run_label(experiment, variant).replace(":", "-")
     base = Path(root if root is not None else experiment.trainer.run_root) / name
     stamp = time.strftime("%Y%m%d-%H%M%S")
     candidate, n = base / stamp, 1

@@ -131,8 +131,10 @@ def _rewards(reward) -> str:
             f" route; format {reward.format} (weight {reward.format_weight:g}){extra}")
 
 
-def _plan(experiment) -> Table:
-    table = Table(title=f"plan: {experiment.name}", show_header=False, box=None)
+def _plan(experiment, variant: str) -> Table:
+    from evr1.run_dir import run_label
+
+    table = Table(title=f"plan: {run_label(experiment, variant)}", show_header=False, box=None)
     d, r, a, t = experiment.data, experiment.rollout, experiment.algo, experiment.trainer
     rows = {
         "model": f"{experiment.model.name} ({experiment.model.dtype}, {experiment.model.attn_implementation})",
@@ -203,14 +205,14 @@ def run(
             if run_dir is not None:
                 check_unused(run_dir)
             _dry_run_warnings(experiment, model[1] if model and model[0] == "note" else None)
-            console.print(_plan(experiment))
+            console.print(_plan(experiment, source.variant))
             console.print("dry run: config validated; nothing written, not training.")
             return
         outside_job_copy(run_dir if run_dir is not None else Path(experiment.trainer.run_root))  # a Ray job's cwd
         target = run_dir if run_dir is not None else new_run_dir(experiment, variant=source.variant)
         target.mkdir(parents=True, exist_ok=True)
         write_run_dir(target, experiment, source, applied)
-    console.print(_plan(experiment))
+    console.print(_plan(experiment, source.variant))
     console.print(f"run directory: {target}")
     if dry_run or prepare:
         done = "the recorded config is valid; nothing written" if dry_run else "run directory written"

@@ -125,6 +125,45 @@ def test_default_run_dir_under_run_root(tmp_path: Path) -> None:
     assert load_experiment(run_dir).trainer.steps == 3
 
 
+NAMED = """
+import fiddle as fdl
+
+from evr1.experiment import Experiment
+from evr1.specs import TrainerSpec
+
+
+def experiment():
+    return fdl.Config(Experiment, name="mine", trainer=fdl.Config(TrainerSpec, steps=3))
+
+
+def longer():
+    cfg = experiment()
+    cfg.trainer.steps = 9
+    return cfg
+"""
+
+
+@pytest.mark.parametrize(("name", "variant", "label"), [
+    ("mine", "experiment", "mine"), ("mine", "longer", "mine:longer"), ("named:longer", "longer", "named:longer"),
+    ("mine-longer", "longer", "mine-longer"), ("mine", "long", "mine:long")])
+def test_run_label_names_the_variant_once(name: str, variant: str, label: str) -> None:
+    from evr1.experiment import Experiment
+    from evr1.run_dir import run_label
+
+    assert run_label(Experiment(name=name), variant) == label
+
+
+def test_a_variant_of_an_experiment_that_names_itself_is_named_in_the_plan_and_folder(
+        tmp_path: Path, experiment_imports_restored: None) -> None:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "named.py").write_text(NAMED)
+    out = evr1("run", "named:longer", "--prepare", "--set", f"trainer.run_root='{tmp_path / 'runs'}'", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[:2] == ["plan:", "mine:longer"]  # the name the file gives, and the variant
+    (run_dir,) = (tmp_path / "runs" / "mine-longer").iterdir()
+    assert load_experiment(run_dir).name == "mine"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

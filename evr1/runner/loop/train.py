@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from evr1.experiment import Experiment
-from evr1.experiment_files import ExperimentSource, import_source
-from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message
+from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, import_source
+from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message, run_label
 from evr1.runner.loop.data_failures import FAILURES_FILE, DataFailures
 from evr1.runner.loop.pipeline import Generation, load_in_flight, save_in_flight
 from evr1.runner.loop.resume import discard_evaluations, load_checkpoint, save_checkpoint
@@ -68,6 +68,7 @@ class Trainer:
         if source is not None:
             import_source(source)
         self.exp, self.run_dir, self.source = exp, Path(run_dir), source
+        self.title = run_label(exp, source.variant if source is not None else DEFAULT_VARIANT)  # report, plot, bar
         self.current_step = 0
         self.pending: deque[Generation] = deque()  # launched, in step order; the last launched is step `launched`
         self.launched = 0
@@ -338,7 +339,7 @@ class Trainer:
         if start == 0 and t.val_every:
             logger.log(0, self.validate(0))
         self.fill_pipeline(start)
-        bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.exp.name, unit="step")
+        bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.title, unit="step")
         try:
             for step in bar:
                 self.current_step = step
@@ -363,7 +364,7 @@ class Trainer:
             if getattr(exc, "metrics", None):
                 logger.log(self.current_step, exc.metrics)
             logger.close()
-            write_report(self.run_dir, read_metrics(self.run_dir), self.exp.name)
+            write_report(self.run_dir, read_metrics(self.run_dir), self.title)
             raise
         logger.close()
         get(self.syncing, t.steps, "weight sync (learner to rollout worker)")
@@ -371,7 +372,7 @@ class Trainer:
         get([w.export.remote(str(final)) for w in self.workers.learners], t.steps, "learner (export)")
         self.workers.learner_dir_seen(final, "export")
         rows = read_metrics(self.run_dir)
-        write_report(self.run_dir, rows, self.exp.name)
+        write_report(self.run_dir, rows, self.title)
         return rows
 
 

@@ -1,6 +1,7 @@
-"""Hostile text never crashes a batch: every scorer returns a score in [0, 1] (or not applicable)
-within a time bound, for random and adversarial responses, including inputs that make
-backtracking regular expressions explode. The one allowed failure is math-verify running past
+"""Hostile text never crashes a batch: every scorer returns a value the router takes (in [0, 1], or not
+applicable; a format component in [0, 1]) and the score is the weighted mean of accuracy and format, within a
+time bound, for random and adversarial responses, including inputs that make backtracking regular expressions
+explode. The one allowed failure is math-verify running past
 its process-level timeout, which must be reported as a timeout of that sample."""
 
 from __future__ import annotations
@@ -62,8 +63,12 @@ def _check(response: str) -> None:
             assert "sample math" in out.error
         else:
             assert out.error is None, out.error
-        assert 0.0 <= out.score <= 1.0
-        assert all(0.0 <= out.components[k] <= 1.0 for k in ("accuracy", "format"))
+        # A scorer's value outside [0, 1] is an error of the router (`out.error` above), but the format component
+        # of a scorer's own RewardOutput is taken as it is, and the score is clamped to [0, 1]: so check the format,
+        # and that the score is the weighted mean itself, which a clamp would not leave.
+        assert 0.0 <= out.components["format"] <= 1.0
+        if out.error is None and out.applicable:
+            assert out.score == pytest.approx(0.9 * out.components["accuracy"] + 0.1 * out.components["format"])
         assert out.applicable or inp.problem_type is ProblemType.CODE
 
 

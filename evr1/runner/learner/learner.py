@@ -6,7 +6,8 @@ temperature and micro-batches) that adds the update of one step:
 1. old-policy log-probs of the online rows under the weights at the start of the step (offline
    rows are trained against their behaviour log-probs; stale online rows, `Sample.staleness > 0`,
    against these, the proximal policy, times a truncated importance weight proximal/behaviour:
-   decoupled PPO, see `evr1.algos.offpolicy`);
+   decoupled PPO, see `evr1.algos.offpolicy`): `old_logprobs`, which the driver runs as a pass of
+   its own and hands to `update` (called alone, `update` takes them first);
 2. for each of `epochs x mini_batches` optimizer steps: the global `Normaliser` (counted on
    every micro-batch of every worker, all-reduced), then forward/backward per micro-batch with
    the registered policy loss (entropy bonus and KL term as the `AlgoSpec` says);
@@ -176,8 +177,23 @@ class Learner(LogprobModel):
         )
 
     # -- one training step ----------------------------------------------------------------
-    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+    def old_logprobs(self, samples: Sequence[Sample]) -> list[Tensor]:
+        """Step 1: each sample's log-probs `(R,)` under the current weights, the old policy of this step's update.
+
+        Offline rows are trained against their behaviour log-probs, so theirs are zeros (never used), except
+        under FSDP, where every worker scores its whole shard (all run the same passes). Call on every worker.
+        """
+        scored = [i for i, s in enumerate(samples) if self.sharded or not s.offline]
+        old: list[Tensor] = [torch.zeros(s.response_tokens) for s in samples]
+        for i, logprobs in zip(scored, self.compute_logprobs([samples[i] for i in scored])):
+            old[i] = logprobs
+        return old
+
+    def update(self, samples: Sequence[Sample], old: Sequence[Tensor] | None = None) -> dict[str, float]:
         """Train on this worker's shard of the step's samples; returns metrics of the global batch.
+
+        `old`: the samples' `old_logprobs` when already taken (the driver's visible old-policy pass); None takes
+        them here first. Every worker must pass them, or none (under FSDP they are collective passes).
 
         Besides the timings, one count describes the work rather than the batch: `prompt_fallback_rows`
         (grouped forward only), the rows whose prompt differs from the first of their group on their
@@ -191,11 +207,10 @@ class Learner(LogprobModel):
         """
         start = time.perf_counter()
         self._validate(samples)
-        # offline rows never use old-policy log-probs; under FSDP every worker scores its whole shard
-        scored = [i for i, s in enumerate(samples) if self.sharded or not s.offline]
-        old: list[Tensor] = [torch.zeros(s.response_tokens) for s in samples]
-        for i, logprobs in zip(scored, self.compute_logprobs([samples[i] for i in scored])):
-            old[i] = logprobs
+        if old is None:
+            old = self.old_logprobs(samples)
+        elif len(old) != len(samples):
+            raise ValueError(f"{len(old)} old log-prob rows for {len(samples)} samples")
         steps = []
         for _ in range(self.trainer.epochs):
             for part in mini_batches(samples, self.trainer.mini_batches):

@@ -1,4 +1,4 @@
-"""The end-of-run report: a Markdown table and a PNG of reward and accuracy per step.
+"""The end-of-run report: a Markdown table and a PNG of reward and accuracy per step, and the engine–learner mismatch.
 
 The training figures are those of the sampled (online) responses; curated offline rows have their
 own (`reward/offline_score`). Reward errors and records dropped for unloadable media come first.
@@ -104,6 +104,22 @@ def data_failures(run_dir: Path, rows: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
+def mismatch_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per engine: its mismatch with the learner, averaged over the steps that measured it."""
+    engines = sorted({k.split("/")[1] for r in rows for k in r if k.startswith("mismatch/") and k.endswith("/k3")
+                      and k.count("/") == 2})  # fmt: skip
+    lines = []
+    for engine in engines:
+        _, k3 = _series(rows, f"mismatch/{engine}/k3")
+        _, mean = _series(rows, f"mismatch/{engine}/abs_diff_mean")
+        _, top = _series(rows, f"mismatch/{engine}/abs_diff_max")
+        lines.append(
+            f"Engine-learner mismatch ({engine}, {len(k3)} steps): mean per-token k3 {sum(k3) / len(k3):.3g}, "
+            f"mean |log p difference| {sum(mean) / max(len(mean), 1):.3g}, largest {max(top, default=0.0):.3g}."
+        )
+    return lines
+
+
 def write_report(run_dir: Path, rows: Sequence[dict[str, Any]], title: str) -> Path:
     """`report.md`: reward errors and data failures (if any), first, last and best value of each curve, what
     accuracy means for the problem types whose accuracy is no share of right answers, the mean step time, and
@@ -119,6 +135,9 @@ def write_report(run_dir: Path, rows: Sequence[dict[str, Any]], title: str) -> P
     _, step_times = _series(rows, "timing/step")
     if step_times:
         lines += ["", f"{len(step_times)} steps, {sum(step_times) / len(step_times):.2f} s/step on average."]
+    mismatch = mismatch_lines(rows)
+    if mismatch:
+        lines += ["", *mismatch]
     if rows:
         lines += ["", f"![curves]({plot(run_dir, rows, title).name})"]
     path = Path(run_dir) / REPORT_FILE

@@ -37,6 +37,7 @@ from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, import_sour
 from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message, run_label
 from evr1.runner.loop.batch import Row, StepBatch, response_metrics
 from evr1.runner.loop.data_failures import FAILURES_FILE, DataFailures
+from evr1.runner.loop.mismatch_report import MismatchReport
 from evr1.runner.loop.pipeline import Generation, Pipeline, Responses, load_in_flight, save_in_flight
 from evr1.runner.loop.resume import discard_evaluations, load_checkpoint, save_checkpoint
 from evr1.runner.loop.reward_phase import Scorer, greedy_baselines, sample_row
@@ -74,6 +75,7 @@ class Trainer:
         self.title = run_label(exp, source.variant if source is not None else DEFAULT_VARIANT)  # report, plot, bar
         self.current_step = 0
         self.pipeline = Pipeline(exp.trainer.max_staleness, exp.trainer.steps)
+        self.mismatch = MismatchReport(exp)  # the engine-learner mismatch: metric names, one-time warning
         if exp.data.synth is not None:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
@@ -175,6 +177,7 @@ class Trainer:
         with timer("update"):
             batch = self.old_logprobs(batch)
             metrics |= self.update(batch)
+        self.mismatch.report(metrics)  # mismatch/<engine>/..., and the warning once
         if self.kl is not None and "kl/mean" in metrics:  # the reward penalty's coefficient adapts to the step's KL
             metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(batch.training))
         with timer("sync"):

@@ -186,3 +186,15 @@ def test_a_negative_start_is_the_references_clamp_to_0(reference_reader, process
     ours = prepare_video(media_root / "small.mp4", spec, Geometry.of(proc), ref.start, ref.end)
     assert list(ours.info.frame_indices) == list(meta["frames_indices"]) and ours.info.first_frame == 0
     assert torch.equal(Normaliser.of(proc).apply(ours.patches), expected["pixel_values_videos"])
+
+
+def test_over_the_budget_the_reference_goes_on_and_evr1_refuses(reference_reader, processors, media_root) -> None:
+    """8 frames floored at min_pixels need twice total_pixels: the reference makes them anyway, evr1 says why not."""
+    from evr1.data.media import MediaError
+
+    spec = VideoSpec(fps=None, nframes=8, min_pixels=24 * 28 * 28, max_pixels=48 * 28 * 28, total_pixels=48 * 28 * 28)
+    proc = processors["qwen2.5-vl"].video_processor
+    video, *_ = _reference(reference_reader, media_root / "small.mp4", spec, None, None, proc)
+    assert tuple(video.shape) == (8, 3, 112, 168)  # 24 tokens a frame, at the floor: 8 * 24 / 2 = 96 tokens for 48
+    with pytest.raises(MediaError, match="qwen-vl-utils would go over the budget, evr1 refuses: lower min_pixels"):
+        prepare_video(media_root / "small.mp4", spec, Geometry.of(proc))

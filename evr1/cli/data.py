@@ -108,7 +108,7 @@ def check(
 def _prompt_lengths(name: str):
     """A record's prompt length without its media tokens as the experiment `name` builds it, its limit, and the
     experiment's `data.columns`."""
-    from evr1.data.prompting import load_chat_template, question_text
+    from evr1.data.prompting import load_chat_template, training_question_text
     from evr1.experiment import build_experiment
     from evr1.experiment_files import load_config
     from evr1.models import load_processor
@@ -119,7 +119,7 @@ def _prompt_lengths(name: str):
     template = load_chat_template(spec)
 
     def length(record) -> int:
-        messages = chat_messages(question_text(record, spec), [], spec.system)
+        messages = chat_messages(training_question_text(record, spec), [], spec.system)
         return len(build_prompt(processor, messages, chat_template=template))
 
     return length, exp.rollout.max_prompt_tokens, dict(exp.data.columns)

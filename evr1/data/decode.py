@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evr1.data.media import MediaError
+from evr1.data.frame_sampling import MediaError
 
 
 @dataclass(frozen=True)

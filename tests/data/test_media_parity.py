@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from media_cases import CLIPS, IMAGES
 from PIL import Image
 
+from evr1.data.frame_sampling import Geometry
 from evr1.data.live import prepare_image, prepare_video
 from evr1.data.loader import family_processors
-from evr1.data.media import Geometry
 from evr1.data.patches import Normaliser, Patches, image_patches, video_patches
 from evr1.specs import ImageSpec, VideoSpec
 

@@ -19,9 +19,9 @@ from qwen_vl_utils import vision_process as qvu
 
 from evr1.data.cache_build import build_cache
 from evr1.data.decode import probe_video, read_frames, read_image
+from evr1.data.frame_sampling import Geometry, image_pixel_limits
 from evr1.data.live import prepare_image, prepare_video
 from evr1.data.loader import MediaLoader, family_processors
-from evr1.data.media import Geometry, image_pixel_limits
 from evr1.data.patches import Normaliser
 from evr1.data.records import MediaRef, Record
 from evr1.specs import CacheSpec, ImageSpec, VideoSpec

@@ -13,7 +13,7 @@ import pytest
 from evr1.data.records import RecordError
 from evr1.data.testclips import write_clip
 from evr1.eval.api import evaluate
-from evr1.eval.benchmarks import vsibench_meta
+from evr1.eval.benchmarks.vsibench import vsibench_meta
 from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec

@@ -19,7 +19,7 @@ from evr1.eval.report import compare_table, load_results
 from evr1.eval.responders import ScriptedResponder
 from evr1.specs import EvalSpec
 
-from .test_official_rules import _vsi_table
+from .benchmarks.test_vsibench import _vsi_table
 
 # MVBench fixture (expected.py): action_sequence 1 of 2 right, object_shuffle 2 of 3 (one answer unparsed).
 MVBENCH = ["A", "B", "B", "(A)", "Z"]

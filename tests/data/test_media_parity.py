@@ -190,7 +190,7 @@ def test_a_negative_start_is_the_references_clamp_to_0(reference_reader, process
 
 def test_over_the_budget_the_reference_goes_on_and_evr1_refuses(reference_reader, processors, media_root) -> None:
     """8 frames floored at min_pixels need twice total_pixels: the reference makes them anyway, evr1 says why not."""
-    from evr1.data.media import MediaError
+    from evr1.data.frame_sampling import MediaError
 
     spec = VideoSpec(fps=None, nframes=8, min_pixels=24 * 28 * 28, max_pixels=48 * 28 * 28, total_pixels=48 * 28 * 28)
     proc = processors["qwen2.5-vl"].video_processor

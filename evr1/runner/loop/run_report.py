@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1.runner.loop.data_failures import FAILURES_FILE
+from evr1.runner.loop.validation import accuracy_notes, type_of_key
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "curves.png"
@@ -25,12 +26,15 @@ def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[f
 
 def curve_keys(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The sampled responses' score and per-type accuracies, the curated rows' score, and every validation
-    accuracy that was logged (`reward/score`, every row's mean, only for runs that logged no online score)."""
+    accuracy that was logged, per problem type too where a split holds several (`reward/score`, every row's mean,
+    only for runs that logged no online score)."""
     keys = {k for r in rows for k in r}
     train = [k for k in ("reward/online_score",) if k in keys] or [k for k in ("reward/score",) if k in keys]
     train += sorted(k for k in keys if k.startswith("reward/") and k.endswith("/accuracy") and k.count("/") == 2)
     train += [k for k in ("reward/offline_score",) if k in keys]
-    return train + sorted(k for k in keys if k.startswith("val/") and k.endswith("/accuracy"))
+    val = [k for k in keys if k.startswith("val/") and k.endswith("/accuracy")]
+    splits = Counter(k.rsplit("/", 2)[0] for k in val if type_of_key(k) is not None)  # split -> its problem types
+    return train + sorted(k for k in val if type_of_key(k) is None or splits[k.rsplit("/", 2)[0]] > 1)
 
 
 def plot(run_dir: Path, rows: Sequence[dict[str, Any]], title: str) -> Path:
@@ -117,14 +121,17 @@ def mismatch_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def write_report(run_dir: Path, rows: Sequence[dict[str, Any]], title: str) -> Path:
-    """`report.md`: reward errors and data failures (if any), first, last and best value of each curve, the mean
-    step time, and the plot."""
+    """`report.md`: reward errors and data failures (if any), first, last and best value of each curve, what
+    accuracy means for the problem types whose accuracy is no share of right answers, the mean step time, and
+    the plot."""
     errors = [*reward_errors(rows), *data_failures(run_dir, rows)]
     lines = [f"# {title}", "", *errors, *([""] if errors else []), "| metric | first | last | best |", "|---|---|---|---|"]
     for key in curve_keys(rows):
         _, values = _series(rows, key)
         if values:
             lines.append(f"| {key} | {values[0]:.3f} | {values[-1]:.3f} | {max(values):.3f} |")
+    if notes := accuracy_notes(sorted({k for r in rows for k in r})):
+        lines += ["", " ".join(notes)]
     _, step_times = _series(rows, "timing/step")
     if step_times:
         lines += ["", f"{len(step_times)} steps, {sum(step_times) / len(step_times):.2f} s/step on average."]

@@ -33,13 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from evr1.experiment import Experiment
-from evr1.experiment_files import ExperimentSource, import_source
+from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, import_source
 from evr1.run_dir import (
     FINAL_MODEL,
     SAMPLES_FILE,
     interrupted_message,
     latest_checkpoint,
     resume_message,
+    run_label,
     stopped_message,
 )
 from evr1.runner.loop.batch import Row, StepBatch, response_metrics
@@ -49,6 +50,7 @@ from evr1.runner.loop.pipeline import Generation, Pipeline, Responses, load_in_f
 from evr1.runner.loop.preemption import Stopped, StopSignals
 from evr1.runner.loop.resume import discard_evaluations, load_checkpoint, save_checkpoint
 from evr1.runner.loop.reward_phase import Scorer, greedy_baselines, sample_row
+from evr1.runner.loop.validation import split_metrics
 from evr1.runner.ray.cluster import ray_session
 from evr1.runner.ray.workers import TrainingError, Workers, get, start_workers
 
@@ -80,6 +82,7 @@ class Trainer:
         if source is not None:
             import_source(source)
         self.exp, self.run_dir, self.source = exp, Path(run_dir), source
+        self.title = run_label(exp, source.variant if source is not None else DEFAULT_VARIANT)  # report, plot, bar
         self.lost_workers = 0  # recoveries from a lost worker so far (`trainer.max_failures`)
         self.fault_metrics: dict[str, float] = {}  # logged with the next step
         self.mismatch = MismatchReport(exp)  # the engine-learner mismatch: metric names, one-time warning
@@ -301,7 +304,8 @@ class Trainer:
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, step: int) -> dict[str, float]:
-        """Greedy accuracy and score on every validation split (a record whose media failed counts as wrong)."""
+        """Greedy accuracy and score on every validation split, and per problem type (a record whose media failed
+        counts as wrong; `evr1.runner.loop.validation`)."""
         metrics: dict[str, float] = {}
         for split in self.vals:
             records = [r for r in split.records if not self.failures.skipped(split.name, r.id)]
@@ -313,9 +317,7 @@ class Trainer:
             texts = [g[0].text for i, g in enumerate(groups) if i not in failed]
             records = [r for i, r in enumerate(records) if i not in failed]
             _, outputs = self.scorer.score(records, texts, [r.id for r in records], step, shown)
-            total = len(split.records)
-            metrics[f"val/{split.name}/accuracy"] = sum(o.components.get("accuracy", 0.0) for o in outputs) / total
-            metrics[f"val/{split.name}/score"] = sum(o.score for o in outputs) / total
+            metrics.update(split_metrics(split.name, split.records, records, outputs))
             if self.failures.count(split.name):
                 metrics[f"val/{split.name}/failed_records"] = float(self.failures.count(split.name))
         return metrics
@@ -416,7 +418,7 @@ class Trainer:
         if start == 0 and t.val_every:
             logger.log(0, self.validate(0))
         self.pipeline.fill(start, self.launch)
-        bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.exp.name, unit="step")
+        bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.title, unit="step")
         try:
             for step in bar:
                 self.current_step = step
@@ -443,7 +445,7 @@ class Trainer:
             if getattr(exc, "metrics", None):
                 logger.log(self.current_step, exc.metrics)
             logger.close()
-            write_report(self.run_dir, read_metrics(self.run_dir), self.exp.name)
+            write_report(self.run_dir, read_metrics(self.run_dir), self.title)
             raise
         logger.close()
         self.pipeline.wait(t.steps)
@@ -451,7 +453,7 @@ class Trainer:
         get([w.export.remote(str(final)) for w in self.workers.learners], t.steps, "learner (export)")
         self.workers.learner_dir_seen(final, "export")
         rows = read_metrics(self.run_dir)
-        write_report(self.run_dir, rows, self.exp.name)
+        write_report(self.run_dir, rows, self.title)
         return rows
 
 

@@ -23,7 +23,8 @@ from evr1.registry.base import (
 
 # How evr1 calls each registry's entries (the call sites: evr1/rewards/execution.py,
 # evr1/runner/loop/advantage_phase.py, evr1/runner/learner/learner.py, evr1/runner/loop/train.py,
-# evr1/runner/ray/actors.py, evr1/eval/responders.py, evr1/eval/lmms/model.py, evr1/models/loading.py).
+# evr1/runner/ray/actors.py, evr1/eval/responders.py, evr1/eval/lmms/model.py, evr1/models/loading.py,
+# evr1/tools/calls.py).
 CONVENTIONS: dict[str, Convention] = {
     "rewards": Convention(text="fn(inputs, spec) -> list (or @per_sample fn(input, spec))", positional=("inputs", "spec")),
     "advantages": Convention(
@@ -66,6 +67,12 @@ CONVENTIONS: dict[str, Convention] = {
         positional=("cache_dir",),
         through="materialize",
     ),
+    "tools": Convention(
+        text="an object with attributes description (str) and parameters (a JSON schema of the arguments) and"
+        " called as tool(arguments, context) -> ToolReply (see evr1/tools/base.py)",
+        positional=("arguments", "context"),
+        attributes=("description", "parameters"),
+    ),
 }
 
 
@@ -81,12 +88,13 @@ MIXERS: Registry = _checked("mixers", "evr1.data.mixers")
 SAMPLERS: Registry = _checked("samplers", "evr1.data.samplers")
 ENGINES: Registry = _checked("engines", "evr1.engines.builtin")
 MODELS: Registry = _checked("models", "evr1.models.builtin")
+TOOLS: Registry = _checked("tools", "evr1.tools.builtin")
 BENCHMARKS: Registry = Registry("benchmarks", builtin_modules=["evr1.eval.benchmarks"])
 EXPERIMENTS: Registry = Registry("experiments")
 
 REGISTRIES: dict[str, Registry] = {
     r.name: r
-    for r in (REWARDS, ADVANTAGES, POLICY_LOSSES, MIXERS, SAMPLERS, ENGINES, MODELS, BENCHMARKS, EXPERIMENTS)
+    for r in (REWARDS, ADVANTAGES, POLICY_LOSSES, MIXERS, SAMPLERS, ENGINES, MODELS, TOOLS, BENCHMARKS, EXPERIMENTS)
 }
 
 __all__ = [
@@ -101,6 +109,7 @@ __all__ = [
     "REGISTRIES",
     "REWARDS",
     "SAMPLERS",
+    "TOOLS",
     "Call",
     "Convention",
     "Description",

@@ -8,6 +8,7 @@ frame as the prompt showed it, `[x1, y1, x2, y2]`, Qwen2.5-VL's absolute convent
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import torch
@@ -55,6 +56,7 @@ class Seek:
             media = context.media.seek_loader.load_media(ref, context.record_id)
         except MediaError as exc:
             return ToolReply.failure(exc.reason, exc.detail)
+        media = on_clip_clock(media, context)
         fps = media.info.video_fps or 1.0
         times = [context.prompt_seconds(i / fps) for i in media.info.frame_indices]
         text = f"{len(times)} frames of {_fmt(start)}-{_fmt(end)} s, at {', '.join(_fmt(t) for t in times)} s."
@@ -108,6 +110,15 @@ class Zoom:
                          source_height=height, source_width=width)
         media = ProcessedMedia("image", context.video.path, image.normaliser.apply(patches), grid, info, cache_hit=False)
         return ToolReply(f"The region at {_fmt(t)} s, enlarged to {w}x{h} px.", (media,))
+
+
+def on_clip_clock(media: ProcessedMedia, context: ToolContext) -> ProcessedMedia:
+    """A span's frames timed on the clock of the sample's clip (not the span's own), so a Qwen3-VL reply labels its
+    frames with the times the prompt's frames are labelled on."""
+    first = context.shown.info.first_frame
+    fps = media.info.video_fps or 1.0
+    timestamps = tuple((i - first) / fps for i in media.info.frame_indices)
+    return replace(media, info=replace(media.info, first_frame=first, timestamps=timestamps))
 
 
 def nearest_frame(context: ToolContext, t: float) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -9,6 +11,9 @@ from evr1.data.cache_build import build_cache
 from evr1.data.loader import MediaLoader, family_processors
 from evr1.data.records import MediaRef, Record
 from evr1.data.testclips import write_clip
+from evr1.engines.tool_rollout import reply_segment
+from evr1.models import load_processor
+from evr1.models.testing import tiny_spec
 from evr1.registry import TOOLS
 from evr1.specs import CacheSpec, ImageSpec, ToolsSpec, VideoSpec
 from evr1.tools.builtin import crop_box
@@ -115,3 +120,18 @@ def test_crop_box_rounds_outward_to_source_pixels(box, shown, source, expected) 
 def test_bad_requests_are_error_replies(root, procs, tool, arguments, error) -> None:
     reply = TOOLS[tool](arguments, _context(root, procs, _record()))
     assert reply.error == error and reply.text.startswith("Error: ") and reply.media == ()
+
+
+@pytest.mark.parametrize(("clock", "times"), [("clip", (0.5, 1.2, 1.8, 2.5)), ("source", (1.5, 2.2, 2.8, 3.5))])
+def test_a_qwen3_vl_reply_labels_its_frames_on_the_prompts_clock(root, tmp_path, clock, times) -> None:
+    processor = load_processor(tiny_spec("qwen3-vl", tmp_path))
+    video = VIDEO.model_copy(update={"clock": clock, "min_pixels": 4 * 32 * 32, "max_pixels": 16 * 32 * 32})
+    record, cache = _record(1.0, 4.0), CacheSpec(mode="bypass")
+    shown = MediaLoader(video, IMAGE, cache, processor, root).load(record)
+    context = ToolMedia.build(TOOL_SPEC, video, IMAGE, cache, processor, root).context(record, shown)
+    low = context.time_range()[0]  # 0 on the clip clock, 1 s (the clip's start) on the source clock
+    reply = TOOLS["seek"]({"start_s": low + 0.5, "end_s": low + 2.5}, context)
+    # source 1.5-3.5 s: frames 15, 22, 28, 35, shown in pairs (one temporal patch) at each pair's mean time
+    labels = re.findall(r"<[\d.]+ seconds>", reply_segment(processor, [reply]).text)
+    assert labels == [f"<{(times[0] + times[1]) / 2:.1f} seconds>", f"<{(times[2] + times[3]) / 2:.1f} seconds>"]
+    assert reply.text == f"4 frames of {low + 0.5:g}-{low + 2.5:g} s, at {', '.join(f'{t:g}' for t in times)} s."

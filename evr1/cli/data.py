@@ -146,16 +146,18 @@ def prompt(
     record_id: Annotated[str | None, typer.Option("--id", help="The record's id (instead of --index).")] = None,
     overrides: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a field of the experiment: PATH=VALUE.")] = None,
     full: Annotated[bool, typer.Option("--full", help="Print every media placeholder token, not one per run.")] = False,
+    tools: Annotated[str | None, typer.Option(help="Comma-separated tools to offer (`evr1 list tools`): the prompt shows their schemas as the chat template renders them.")] = None,
 ) -> None:
     """Print the exact prompt the experiment gives a record (chat template, system prompt, options, instruction,
-    media placeholders) and its token count: text tokens and media tokens."""
+    media placeholders, offered tools) and its token count: text tokens and media tokens."""
     from evr1.data.prompt_view import prompt_view
     from evr1.experiment import apply_overrides, build_experiment
     from evr1.experiment_files import load_config
 
     cfg, _ = load_config(experiment)
     apply_overrides(cfg, overrides or [])
-    view = prompt_view(build_experiment(cfg), records, index, record_id, collapse=not full)
+    offered = tuple(t.strip() for t in tools.split(",") if t.strip()) if tools else ()
+    view = prompt_view(build_experiment(cfg), records, index, record_id, collapse=not full, tools=offered)
     console.print(view.header, markup=False)
     print(view.text)
 

@@ -30,10 +30,15 @@ def render_with_tools(
         list(messages), tools=tool_schemas(names), chat_template=chat_template, tokenize=False,
         add_generation_prompt=add_generation_prompt,
     )
+    check_shown(text, names)
+    return text
+
+
+def check_shown(text: str, names: Sequence[str]) -> None:
+    """Raise a `ConfigError` unless the rendered `text` names every tool of `names` (as its schema's JSON does)."""
     missing = [name for name in names if f'"{name}"' not in text]
     if missing:
         raise ConfigError(
             f"the chat template does not show the tool(s) {', '.join(missing)} to the model (it ignores `tools=`);"
             " set data.prompt.chat_template to a template that renders tools (a Qwen instruct model's own does)"
         )
-    return text

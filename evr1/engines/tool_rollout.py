@@ -32,7 +32,7 @@ from evr1.engines.base import RolloutEngine, RolloutResult, SamplingParams
 from evr1.models.prompts import MM_KEYS, Prompt, build_prompt
 from evr1.specs import ToolsSpec
 from evr1.tools.base import ToolContext, ToolReply
-from evr1.tools.calls import CLOSE, parse_calls, run_call
+from evr1.tools.calls import CLOSE, parse_calls, run_call, tool_metrics
 
 ToolFinish = Literal["answer", "length", "max_turns"]
 _RAW = "{{ messages[0]['content'] }}"  # a chat template that writes the segment as given
@@ -60,6 +60,18 @@ class ToolRollout:
     replies: tuple[ToolReply, ...]
     turns: int  # assistant turns generated
     text: str
+    final_turn: str  # the policy's last turn: what the reward router reads as the response
+
+
+def rollout_metrics(rollouts: Sequence[ToolRollout]) -> dict[str, float]:
+    """`tool_metrics` of the rollouts' replies, with `tools/turns` (mean turns) and `tools/finish/<reason>` (the
+    share of rollouts that ended so)."""
+    n = max(len(rollouts), 1)
+    metrics = tool_metrics(r.replies for r in rollouts)
+    metrics["tools/turns"] = sum(r.turns for r in rollouts) / n
+    for reason in sorted({r.finish_reason for r in rollouts}):
+        metrics[f"tools/finish/{reason}"] = sum(r.finish_reason == reason for r in rollouts) / n
+    return metrics
 
 
 @dataclass
@@ -90,6 +102,7 @@ class Conversation:
         return ToolRollout(
             self.prompt_index, self.sample_index, self.sequence, self.prompt_length, ids, logprobs, mask,
             self.finish or "length", tuple(self.replies), self.turns, collapse_runs("".join(self.texts), tokens_shown),
+            self.texts[-1] if self.texts else "",
         )
 
 

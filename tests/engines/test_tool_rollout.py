@@ -15,7 +15,14 @@ from evr1.data.records import MediaRef, Record
 from evr1.data.testclips import write_clip
 from evr1.engines import SamplingParams
 from evr1.engines.base import RolloutResult
-from evr1.engines.tool_rollout import Conversation, advance, continue_rollouts, reply_segment, tool_rollouts
+from evr1.engines.tool_rollout import (
+    Conversation,
+    advance,
+    continue_rollouts,
+    reply_segment,
+    rollout_metrics,
+    tool_rollouts,
+)
 from evr1.models import build_prompt
 from evr1.models.forward import collate, gather_logprobs, rope_positions, temper
 from evr1.registry import TOOLS
@@ -82,7 +89,8 @@ def test_a_turn_with_a_call_gets_the_reply_and_generation_continues(setup) -> No
     # the prompt's 10 frames (5 s at 2 fps), then the reply's 4
     assert rollout.sequence.mm["video_grid_thw"].tolist() == [[5, 4, 6], [2, 4, 6]]
     assert rollout.finish_reason in ("answer", "length")
-    assert "<|video_pad|>×12" in rollout.text and rollout.text.startswith(CALL)
+    assert "<|video_pad|>×12" in rollout.text and rollout.text.startswith(CALL) and rollout.text.endswith(rollout.final_turn)
+    assert rollout.final_turn == processor.tokenizer.decode(rollout.token_ids[-generated:], skip_special_tokens=True)
 
     # the engine's log-probs of the second turn (prefill with the reply's frames mid-sequence, then decoding) are
     # those of one forward of the whole sequence: the M-RoPE positions agree
@@ -120,3 +128,19 @@ def test_without_calls_a_rollout_is_the_engines_turn(setup) -> None:
         assert torch.equal(rollout.token_ids, turn.token_ids) and torch.equal(rollout.logprobs, turn.logprobs)
         assert rollout.policy_mask.all() and rollout.turns == 1 and rollout.replies == ()
         assert rollout.finish_reason == ("length" if turn.finish_reason == "length" else "answer")
+
+
+def test_rollout_metrics_and_the_final_turn(setup) -> None:
+    _, processor, prompt, context = setup
+    spec = ToolsSpec(max_turns=1)
+    called = Conversation.start(prompt, context)
+    advance(called, _called(processor), processor, spec, TOOLS_OFFERED)  # answered: 12 visual tokens
+    advance(called, _called(processor), processor, spec, TOOLS_OFFERED)  # over max_turns: not run
+    answered = Conversation.start(prompt, context, prompt_index=1)
+    advance(answered, _called(processor, "It is B."), processor, spec, TOOLS_OFFERED)
+    rollouts = [c.result(("<|video_pad|>",)) for c in (called, answered)]
+    assert [(r.finish_reason, r.turns, r.final_turn) for r in rollouts] == [("max_turns", 2, CALL), ("answer", 1, "It is B.")]
+    assert rollout_metrics(rollouts) == {
+        "tools/calls": 1.0, "tools/calls_per_sample": 0.5, "tools/errors": 0.0, "tools/visual_tokens": 6.0,
+        "tools/turns": 1.5, "tools/finish/answer": 0.5, "tools/finish/max_turns": 0.5,
+    }

@@ -29,6 +29,7 @@ import torch
 
 from evr1.data.prompt_view import collapse_runs
 from evr1.engines.base import RolloutEngine, RolloutResult, SamplingParams
+from evr1.errors import ConfigError
 from evr1.models.prompts import MM_KEYS, Prompt, build_prompt
 from evr1.specs import ToolsSpec
 from evr1.tools.base import ToolContext, ToolReply
@@ -172,7 +173,10 @@ def continue_rollouts(
     engine: RolloutEngine, processor: Any, conversations: Sequence[Conversation], params: SamplingParams,
     spec: ToolsSpec, tools: Mapping[str, Any],
 ) -> list[ToolRollout]:
-    """Generate every open conversation to its end, a turn at a time over the batch (see the module doc)."""
+    """Generate every open conversation to its end, a turn at a time over the batch (see the module doc). `spec` must
+    be the `ToolsSpec` the conversations' `ToolMedia` was built with (one object for the tools and the limits)."""
+    if any(c.context is not None and c.context.spec != spec for c in conversations):
+        raise ConfigError("the rollout's ToolsSpec differs from the one its tools' ToolMedia was built with")
     turn_params = replace(params, n=1, max_tokens=spec.max_tokens_per_turn, stop=(*params.stop, CLOSE))
     max_sequence = getattr(engine, "max_prompt_tokens", None)
     turn = 0

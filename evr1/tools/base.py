@@ -100,7 +100,8 @@ _TYPES = {"number": (int, float), "integer": (int,), "string": (str,), "boolean"
 
 def check_arguments(arguments: Any, schema: Mapping[str, Any]) -> str | None:
     """Why `arguments` do not fit `schema` (the subset of JSON schema tools use: an object of `properties` with
-    `type`, `items`, `minItems`/`maxItems`, `required`, no extra keys unless `additionalProperties`); None if they do."""
+    `type`, `items`, `minItems`/`maxItems`, `required`, no extra keys unless `additionalProperties`); None if they do.
+    A `type` outside that subset (a list of types, "null") is not checked: the tool checks such values itself."""
     if not isinstance(arguments, dict):
         return f"arguments must be a JSON object, got {type(arguments).__name__}"
     properties = schema.get("properties", {})
@@ -119,7 +120,7 @@ def check_arguments(arguments: Any, schema: Mapping[str, Any]) -> str | None:
 
 def _check_value(value: Any, schema: Mapping[str, Any]) -> str | None:
     kind = schema.get("type")
-    if kind is None:
+    if not isinstance(kind, str) or kind not in _TYPES:  # unset, a list of types, "null": not checked here
         return None
     if isinstance(value, bool) and kind != "boolean" or not isinstance(value, _TYPES[kind]):
         return f"must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}, got {json_type(value)}"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from evr1.data.live import MediaInfo
 from evr1.data.loader import ProcessedMedia
 from evr1.registry import TOOLS
-from evr1.tools import ToolReply
+from evr1.tools import ToolReply, check_arguments
 from evr1.tools.calls import ToolCall, format_call, parse_calls, run_call, run_calls, tool_metrics
 
 ERRORS = {"malformed_call", "unknown_tool", "bad_arguments", "tool_raised"}
@@ -124,3 +124,9 @@ def test_metrics_count_calls_errors_and_visual_tokens() -> None:
         "tools/calls": 4.0, "tools/calls_per_sample": 4 / 3, "tools/errors": 3.0, "tools/visual_tokens": 18 / 3,
         "tools/errors/bad_box": 2.0, "tools/errors/unknown_tool": 1.0,
     }
+
+
+@given(json_values)
+def test_a_schema_beyond_the_checked_subset_never_raises(value) -> None:
+    loose = {"type": "object", "properties": {"v": {"type": ["number", "null"]}, "w": {"type": "null"}}}
+    assert check_arguments({"v": value, "w": value}, loose) is None

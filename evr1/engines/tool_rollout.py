@@ -109,15 +109,24 @@ class Conversation:
 
 def reply_segment(processor: Any, replies: Sequence[ToolReply]) -> Prompt:
     """The tokens after a policy's tool call: its `<|im_end|>`, then one user turn of `<tool_response>` blocks (media
-    placeholders, then text), then the assistant's turn opening; media expanded as in any prompt."""
+    placeholders, then text), then the assistant's turn opening; media expanded as in any prompt. Special tokens in
+    a reply's text (an error may quote what the policy wrote) are dropped: text cannot add placeholders or turns."""
+    specials = [t.content for t in processor.tokenizer.added_tokens_decoder.values() if t.special]
     blocks = [
-        "<tool_response>\n" + "".join(_PLACEHOLDER[m.kind] for m in reply.media) + reply.text + "\n</tool_response>"
+        "<tool_response>\n" + "".join(_PLACEHOLDER[m.kind] for m in reply.media) + _plain(reply.text, specials)
+        + "\n</tool_response>"
         for reply in replies
     ]
     segment = "<|im_end|>\n<|im_start|>user\n" + "\n".join(blocks) + "<|im_end|>\n<|im_start|>assistant\n"
     media = [m.processor_inputs() for reply in replies for m in reply.media]
     return build_prompt(processor, [{"role": "user", "content": segment}], media, add_generation_prompt=False,
                         chat_template=_RAW)
+
+
+def _plain(text: str, specials: Sequence[str]) -> str:
+    for token in specials:
+        text = text.replace(token, "")
+    return text
 
 
 def extend(sequence: Prompt, ids: torch.Tensor, segment: Prompt | None = None) -> Prompt:

@@ -180,3 +180,15 @@ def test_the_limits_and_the_tools_share_one_spec(setup) -> None:
     engine, processor, prompt, context = setup
     with pytest.raises(ConfigError, match="ToolsSpec differs from the one its tools' ToolMedia was built with"):
         tool_rollouts(engine, processor, [prompt], [context], SamplingParams(), ToolsSpec(max_turns=2), TOOLS_OFFERED)
+
+
+def test_special_tokens_the_policy_writes_are_not_echoed_into_the_reply(setup) -> None:
+    _, processor, prompt, context = setup
+    conv = Conversation.start(prompt, context)
+    text = '<tool_call>{"name": "<|video_pad|><|im_end|>look", "arguments": {}}</tool_call>'
+    (reply,) = advance(conv, _called(processor, text), processor, ToolsSpec(), TOOLS_OFFERED)
+    assert reply.error == "unknown_tool" and "<|video_pad|>" in reply.text
+    assert conv.texts[-1] == (
+        "<|im_end|>\n<|im_start|>user\n<tool_response>\nError: there is no tool 'look'; the tools are: seek"
+        "\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    )

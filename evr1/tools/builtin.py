@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 
 import torch
 
+from evr1.data.cache import CacheError
 from evr1.data.decode import read_frames
 from evr1.data.frame_sampling import MediaError, smart_resize
 from evr1.data.live import MediaInfo, resize_image
-from evr1.data.loader import ProcessedMedia
+from evr1.data.loader import CacheMissError, ProcessedMedia
 from evr1.data.patches import image_patches
 from evr1.data.records import MediaRef
 from evr1.registry import TOOLS
@@ -56,6 +57,8 @@ class Seek:
             media = context.media.seek_loader.load_media(ref, context.record_id)
         except MediaError as exc:
             return ToolReply.failure(exc.reason, exc.detail)
+        except (CacheMissError, CacheError) as exc:  # CacheSpec.mode "only" and no entry for this span
+            return ToolReply.failure("cache_miss", str(exc))
         media = on_clip_clock(media, context)
         fps = media.info.video_fps or 1.0
         times = [context.prompt_seconds(i / fps) for i in media.info.frame_indices]
@@ -93,7 +96,10 @@ class Zoom:
             )
         index = nearest_frame(context, t)
         crop = crop_box((x1, y1, x2, y2), (info.width, info.height), (info.source_width, info.source_height))
-        frame = read_frames(context.media.seek_loader.source(context.video), [index], context.media.video.decoder)[0]
+        try:
+            frame = read_frames(context.media.seek_loader.source(context.video), [index], context.media.video.decoder)[0]
+        except MediaError as exc:
+            return ToolReply.failure(exc.reason, exc.detail)
         return self._reply(context, frame[crop[1] : crop[3], crop[0] : crop[2]], index, t)
 
     def _reply(self, context: ToolContext, region: Any, index: int, t: float) -> ToolReply:

@@ -135,3 +135,12 @@ def test_a_qwen3_vl_reply_labels_its_frames_on_the_prompts_clock(root, tmp_path,
     labels = re.findall(r"<[\d.]+ seconds>", reply_segment(processor, [reply]).text)
     assert labels == [f"<{(times[0] + times[1]) / 2:.1f} seconds>", f"<{(times[2] + times[3]) / 2:.1f} seconds>"]
     assert reply.text == f"4 frames of {low + 0.5:g}-{low + 2.5:g} s, at {', '.join(f'{t:g}' for t in times)} s."
+
+
+def test_a_span_the_cache_lacks_in_only_mode_is_an_error_reply(root, procs, tmp_path) -> None:
+    built = CacheSpec(path=str(tmp_path / "cache"))
+    build_cache([_record()], video=VIDEO, image=IMAGE, cache=built, processor=procs, data_root=root, workers=0,
+                progress=False)  # the prompt's video only
+    only = built.model_copy(update={"mode": "only"})
+    reply = TOOLS["seek"]({"start_s": 1.0, "end_s": 3.0}, _context(root, procs, _record(), only))
+    assert reply.error == "cache_miss" and "record 'r1': no cache entry for video 'clip.mp4'" in reply.text

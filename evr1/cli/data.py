@@ -140,7 +140,8 @@ def _summary(counts: Counter[tuple[str, str]]) -> Table:
 
 @app.command()
 def prompt(
-    experiment: Annotated[str, typer.Argument(help="NAME[:VARIANT] of the experiment whose model, prompt and media settings build it.")],
+    experiment: Annotated[str | None, typer.Argument(help="NAME[:VARIANT] of the experiment whose model, prompt and media"
+                          " settings build it (default: evr1's standard settings; then --records is needed).")] = None,
     records: Annotated[Path | None, typer.Option(help="A JSON/JSONL record file (default: the experiment's first data.train file).")] = None,
     index: Annotated[int, typer.Option(min=0, help="The record's position in the file, from 0.")] = 0,
     record_id: Annotated[str | None, typer.Option("--id", help="The record's id (instead of --index).")] = None,
@@ -149,15 +150,27 @@ def prompt(
     tools: Annotated[str | None, typer.Option(help="Comma-separated tools to offer (`evr1 list tools`): the prompt shows their schemas as the chat template renders them.")] = None,
 ) -> None:
     """Print the exact prompt the experiment gives a record (chat template, system prompt, options, instruction,
-    media placeholders, offered tools) and its token count: text tokens and media tokens."""
+    media placeholders, offered tools) and its token count: text tokens and media tokens. Without an experiment, the standard
+    settings build it (the defaults of every spec: `evr1 show` of an experiment lists them)."""
+    import fiddle as fdl
+
     from evr1.data.prompt_view import prompt_view
-    from evr1.experiment import apply_overrides, build_experiment
+    from evr1.errors import ConfigError
+    from evr1.experiment import Experiment, apply_overrides, build_experiment
     from evr1.experiment_files import load_config
 
-    cfg, _ = load_config(experiment)
+    if experiment is None and records is None:
+        raise ConfigError("evr1 data prompt needs --records FILE, or an EXPERIMENT whose first data.train file is read")
+    cfg = load_config(experiment)[0] if experiment is not None else fdl.Config(Experiment)
     apply_overrides(cfg, overrides or [])
+    built = build_experiment(cfg)
     offered = tuple(t.strip() for t in tools.split(",") if t.strip()) if tools else ()
-    view = prompt_view(build_experiment(cfg), records, index, record_id, collapse=not full, tools=offered)
+    view = prompt_view(built, records, index, record_id, collapse=not full, tools=offered)
+    if experiment is None:
+        spec = built.data.prompt
+        system = "the chat template's default" if spec.system is None else repr(spec.system)
+        console.print(f"no experiment: evr1's standard settings (model {built.model.name}, system prompt {system},"
+                      f" instruction {spec.instruction!r})", markup=False)
     console.print(view.header, markup=False)
     print(view.text)
 

@@ -21,7 +21,9 @@ Sizing follows qwen-vl-utils rather than transformers' `smart_resize`: a side sh
 factor is clamped to one factor before the area is fitted (transformers rounds it to 0 and then
 scales the whole frame up, past `max_pixels`). What the reference refuses (an aspect ratio over
 200, a side that would round to 0) and what would exceed `max_pixels` or `total_pixels` is a
-`MediaError` (`bad_size`) saying why.
+`MediaError` (`bad_size`) saying why. One departure: when the frame count times `min_pixels`
+(x 1.05) is over `total_pixels`, qwen-vl-utils keeps every frame at its floor and goes over the
+budget; evr1 refuses, since `total_pixels` bounds the sequence a batch must fit.
 """
 
 from __future__ import annotations
@@ -200,8 +202,9 @@ def plan_frames(
     total_pixels = video_pixel_limits(spec, geometry.factor)[2]
     if h * w * n / FRAME_FACTOR > total_pixels:
         raise MediaError(
-            path, "bad_size", f"{n} frames of {w}x{h} exceed total_pixels={total_pixels} (min_pixels={min_pixels} a frame);"
-            " sample fewer frames or lower min_pixels"
+            path, "bad_size", f"{n} frames of {w}x{h} (at least min_pixels={min_pixels} a frame) need"
+            f" {h * w * n // FRAME_FACTOR} pixels, over the video spec's total_pixels={total_pixels}; qwen-vl-utils would"
+            " go over the budget, evr1 refuses: lower min_pixels, fps, nframes or max_frames, or raise total_pixels"
         )
     return FramePlan(sample_indices(first, last, n), h, w, video_fps, span, first, height, width)
 

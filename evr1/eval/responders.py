@@ -146,6 +146,7 @@ class EngineResponder:
 
     def describe(self) -> dict[str, Any]:
         p = self.params
-        decoding = {"greedy": p.greedy, "temperature": p.temperature, "top_p": p.top_p, "top_k": p.top_k, "max_tokens": p.max_tokens}
+        sampling = {} if p.greedy else {"temperature": p.temperature, "top_p": p.top_p, "top_k": p.top_k}  # unused if greedy
+        decoding = {"greedy": p.greedy, **sampling, "max_tokens": p.max_tokens}
         return {"responder": "engine", "engine": type(self.engine).__name__, "model": self.model, "prompt_mode": self.mode,
                 "decoding": decoding}

@@ -87,7 +87,10 @@ def test_total_pixels_is_never_exceeded() -> None:
     spec = VideoSpec(fps=None, nframes=8, min_pixels=28 * 28 * 4, total_pixels=28 * 28 * 8)
     with pytest.raises(MediaError) as err:
         plan_frames("v.mp4", spec, Geometry(), total_frames=30, video_fps=10.0, height=56, width=56)
-    assert err.value.reason == "bad_size" and "exceed total_pixels=6272" in str(err.value)
+    assert err.value.reason == "bad_size" and str(err.value) == (
+        "v.mp4: 8 frames of 56x56 (at least min_pixels=3136 a frame) need 12544 pixels, over the video spec's"
+        " total_pixels=6272; qwen-vl-utils would go over the budget, evr1 refuses: lower min_pixels, fps, nframes or"
+        " max_frames, or raise total_pixels")
     ok = plan_frames("v.mp4", spec.model_copy(update={"nframes": 2}), Geometry(), total_frames=30, video_fps=10.0,
                      height=56, width=56)
     assert ok.height * ok.width * 2 / 2 <= 28 * 28 * 8

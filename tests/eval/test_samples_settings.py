@@ -83,3 +83,20 @@ def test_settings_and_results_are_written_whole(bench_root: Path, tmp_path: Path
     assert sorted(p.name for p in (tmp_path / "minerva").iterdir()) == ["results.json", "samples.jsonl", "settings.json"]
     assert json.loads((tmp_path / "minerva" / "settings.json").read_text())["max_response_tokens"] == 64
     assert json.loads((tmp_path / "minerva" / "results.json").read_text())["benchmark"] == "minerva"
+
+
+@pytest.mark.parametrize(("params", "decoding"), [
+    ({"greedy": True, "max_tokens": 8}, {"greedy": True, "max_tokens": 8}),
+    ({"temperature": 0.0, "max_tokens": 8}, {"greedy": True, "max_tokens": 8}),  # temperature 0 is greedy
+    ({"temperature": 0.7, "top_p": 0.9, "max_tokens": 8},
+     {"greedy": False, "temperature": 0.7, "top_p": 0.9, "top_k": -1, "max_tokens": 8}),
+])
+def test_the_decoding_settings_name_only_what_decoding_uses(params: dict, decoding: dict) -> None:
+    from evr1.engines.base import SamplingParams
+    from evr1.eval.responders import EngineResponder
+    from evr1.models import load_processor
+    from evr1.specs import ModelSpec
+
+    processor = load_processor(ModelSpec(name="tiny-qwen2.5-vl"))
+    responder = EngineResponder(object(), processor, None, SamplingParams(**params), model="m")
+    assert responder.describe()["decoding"] == decoding

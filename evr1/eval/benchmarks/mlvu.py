@@ -1,7 +1,8 @@
 """MLVU: long-video understanding over several task types (multiple choice, 6 options; M-Avg).
 
-M-Avg is the macro mean over task types. The official scorer is MLVU's `choice_bench.py` (the response must be the
-letter itself, before a ")"). The open-ended generation tasks (G-Avg) are not scored: their rows are skipped.
+M-Avg is the macro mean over task types. The official scorer is MLVU's `choice_bench.py` as it stands (the response
+must be the letter itself, or the letter just before its first ")"). The open-ended generation tasks (G-Avg) are not
+scored: their rows are skipped.
 """
 
 from __future__ import annotations
@@ -70,19 +71,27 @@ def mlvu_easyvideor1(row: Row, ctx: RowContext) -> Records:
 # -- official scorer ---------------------------------------------------------------------------------------------------
 
 
+def mlvu_read(response: str) -> str:
+    """What `check_ans` compares with the letter since 41add89: with a ")" in the response, the one character before
+    its first ")" ("" when the response starts with it), else the whole response."""
+    cut = response.find(")")
+    if cut < 0:
+        return response
+    return response[cut - 1] if cut else ""
+
+
 def mlvu_item(row: Row) -> float:
-    """The response (stripped), cut before its first ")", must be the answer letter itself: "A" and "A) a cat" read
-    A; "A.", "(A)", "The answer is A" and "a" do not (the official prompt ends in "Best option:(")."""
-    text = visible(row)
-    if ")" in text:
-        text = text[: text.index(")")]
-    return 1.0 if text == str(row["answer"]) else 0.0
+    """Right when `mlvu_read` of the response (stripped) is the answer letter: "A", "A) a cat", "(A)", "The answer is
+    (A)" and "(A) or (B)" read A; "A.", "The answer is A" and "a" do not."""
+    return 1.0 if mlvu_read(visible(row)) == str(row["answer"]) else 0.0
 
 
 MLVU = Official(
-    "M-Avg: mean of the per-task-type accuracies, each answer right only when it is the letter (before a \")\")",
+    "M-Avg: mean of the per-task-type accuracies, each answer right only when it is the letter (or the character"
+    " before its first \")\")",
     agg.macro("task", name="M-Avg"), mlvu_item,
-    source="JUNJIE99/MLVU videochat2/choice_bench.py (commit 0b16f40: check_ans, Avg over task types)",
+    source="JUNJIE99/MLVU evaluation/multiple_choice_evaluation/choice_bench.py (HEAD fd060c1, unchanged since 41add89:"
+           " check_ans, Avg over task types)",
 )
 
 

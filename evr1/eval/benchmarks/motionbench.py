@@ -1,7 +1,8 @@
 """MotionBench: fine-grained motion in 6 categories (multiple choice).
 
 The official scorer is MotionBench's `answer_util.py` / `compute_accuracy.py`: LVBench's polished first character
-(`evr1.eval.readers.lvbench_letter`), every question counted (`acc`), `answered_acc` beside it.
+(`evr1.eval.readers.lvbench_letter`), every question counted (`acc`), `answered_acc` beside it; the per-category
+accuracies count the answered questions only.
 """
 
 from __future__ import annotations
@@ -44,18 +45,21 @@ def motionbench_item(row: Row) -> float:
 
 def motionbench_acc(rows: Sequence[Row]) -> Aggregate:
     """`acc` over every question (the headline the official leaderboard takes), `answered_acc` over the questions
-    with a response, accuracy by category."""
-    result = agg.accuracy("category", name="acc")(rows)
+    with a response; the accuracy by category over the answered questions only, as `compute_accuracy` counts a
+    category's questions (a question with no response is in no category's denominator)."""
+    overall = agg.accuracy(name="acc")(rows)
     answered = [r for r in rows if r.get("response") is not None]
-    metrics = {**result.metrics, "answered_acc": agg.accuracy()(answered).score}
-    return Aggregate(result.score, metrics, result.breakdowns)
+    by_category = agg.accuracy("category")(answered)
+    metrics = {**overall.metrics, "answered_acc": by_category.score}
+    return Aggregate(overall.score, metrics, by_category.breakdowns)
 
 
 MOTIONBENCH = Official(
     "acc: right / all questions (the polished first character of the first word is the letter), answered_acc beside"
-    " it, by category",
+    " it; by category over the answered questions",
     motionbench_acc, motionbench_item,
-    source="THUDM/MotionBench motionbench/utils/answer_util.py, motionbench/metrics/compute_accuracy.py (commit 8c131ac)",
+    source="THUDM/MotionBench motionbench/utils/answer_util.py, motionbench/metrics/compute_accuracy.py (HEAD dcc9b07,"
+           " both unchanged since 8c131ac; compute_accuracy l. 20-46)",
 )
 
 

@@ -100,7 +100,8 @@ MVBENCH = Official(
     "Avg: correct / total over all items (the leaderboard's), with per-task accuracy; the first word read as the"
     " official check reads it",
     agg.accuracy("task", name="Avg"), mvbench_item,
-    source="OpenGVLab/Ask-Anything video_chat2/mvbench.ipynb (check_ans; leaderboard Avg = correct / total)",
+    source="OpenGVLab/Ask-Anything video_chat2/mvbench.ipynb (commit 71ac7a2, unchanged at HEAD 4dd8210: check_ans;"
+           " leaderboard Avg = correct / total)",
 )
 
 

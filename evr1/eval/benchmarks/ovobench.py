@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
-from evr1.errors import Evr1Error
 from evr1.eval import aggregate as agg
 from evr1.eval.aggregate import Aggregate
 from evr1.eval.annotation_rows import mc, plain, video
@@ -131,21 +130,23 @@ def ovobench_item(row: Row) -> float:
 
 
 def ovobench_tasks(rows: Sequence[Row]) -> Aggregate:
-    """Each task's accuracy; each category's mean of its tasks; the headline "Total Avg." is the mean over all the
-    tasks (as the official script prints it), `category_mean` the mean of the three category means."""
+    """Each task's accuracy; each category's mean of its tasks; the headline "Total Avg." the mean of the category
+    means (the official script since f3911d7; a category without items is left out, where the script fails), and
+    `task_mean`, the mean over all the tasks (the script's "Total Avg." before it), beside it."""
     cats = {label: agg.breakdown(members, "task") for label, members in agg.groups(rows, "category").items()}
     tasks = [s for per in cats.values() for s, _ in per.values()]
-    metrics = {label: sum(s for s, _ in per.values()) / len(per) for label, per in cats.items()}
-    total = sum(tasks) / len(tasks) if tasks else 0.0
-    metrics = {"Total Avg.": total, **metrics, "category_mean": sum(metrics.values()) / len(metrics) if metrics else 0.0}
+    means = {label: sum(s for s, _ in per.values()) / len(per) for label, per in cats.items()}
+    total = sum(means.values()) / len(means) if means else 0.0
+    metrics = {"Total Avg.": total, **means, "task_mean": sum(tasks) / len(tasks) if tasks else 0.0}
     return Aggregate(total, metrics, {k: agg.breakdown(rows, k) for k in ("category", "task")})
 
 
 OVOBENCH = Official(
-    "Total Avg.: mean over the tasks of their accuracies (letter anywhere in the response; REC digits; SSR/CRR"
-    " Yes/No), with each category's mean of its tasks",
+    "Total Avg.: mean of the backward, real-time and forward means of their tasks' accuracies (letter anywhere in the"
+    " response; REC digits; SSR/CRR Yes/No), the mean over all tasks beside it",
     ovobench_tasks, ovobench_item,
-    source="JoeLeelyf/OVO-Bench utils/OVOBenchScore.py (commit 19677d2, OVOBenchOfflineScore)",
+    source="JoeLeelyf/OVO-Bench utils/OVOBenchScore.py (HEAD c34093f; last changed f3911d7, whose Total Avg. is the mean"
+           " of the three category scores, l. 133; OVOBenchOfflineScore)",
 )
 
 
@@ -170,39 +171,17 @@ def lmms_doc(record: Record, row: Row) -> dict[str, Any]:
 ovobench_process_results = official_results("ovobench_score")
 
 
-class TaskMean(float):
-    """A mean over tasks that knows how many tasks it averages (`tasks`): a plain float to lmms-eval's tables and
-    JSON, and a weight to `ovobench_total`."""
-
-    tasks: int
-
-    def __new__(cls, value: float, tasks: int) -> Self:
-        mean = super().__new__(cls, value)
-        mean.tasks = tasks
-        return mean
-
-    def __getnewargs__(self) -> tuple[float, int]:  # type: ignore[override]  # copy and pickle keep `tasks`
-        return float(self), self.tasks
-
-
-def ovobench_category_score(rows: Sequence[ItemRow]) -> TaskMean:
+def ovobench_category_score(rows: Sequence[ItemRow]) -> float:
     """The official block of one category's rows: the mean over its tasks (EPM, ASI, ...) of each task's accuracy,
-    answers read by the official rules; it carries its number of tasks for the group (`ovobench_total`)."""
-    block = scoring.official(scoring.benchmark_of(rows[0]["benchmark"]), rows)
-    return TaskMean(block["score"], len(block["breakdowns"]["task"]))
+    answers read by the official rules."""
+    return float(scoring.official(scoring.benchmark_of(rows[0]["benchmark"]), rows)["score"])
 
 
 def ovobench_total(scores: Sequence[float], sizes: Sequence[int], weight_by_size: bool) -> float:
-    """The group's official "Total Avg.", the mean over all the tasks of the three categories: their means weighted
-    by their numbers of tasks (an lmms-eval group aggregation; the sample counts `sizes` and `weight_by_size` are not
-    what the official script weighs by, so they are unused)."""
+    """The group's official "Total Avg.": the plain mean of the category scores (an lmms-eval group aggregation; the
+    sample counts `sizes` and `weight_by_size` are not what the official script weighs by, so they are unused)."""
     del sizes, weight_by_size
-    plain = [s for s in scores if not isinstance(s, TaskMean)]
-    if plain:
-        raise Evr1Error(f"OVO-Bench group: a category score without its task count ({plain[0]!r}): the group needs"
-                        " its categories aggregated by ovobench_category_score")
-    total = sum(s.tasks for s in scores)  # type: ignore[attr-defined]
-    return sum(s * s.tasks for s in scores) / total if total else 0.0  # type: ignore[attr-defined]
+    return sum(scores) / len(scores) if scores else 0.0
 
 
 # -- fixtures ----------------------------------------------------------------------------------------------------------

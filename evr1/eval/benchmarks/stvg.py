@@ -19,7 +19,6 @@ from evr1.eval.protocols import Official
 from evr1.eval.readers import visible
 from evr1.problem_types import ProblemType as PT
 from evr1.rewards import extract_answer
-from evr1.rewards.geometry import box_iou
 from evr1.rewards.grounding_parse import parse_interval, parse_track
 
 Row = Mapping[str, Any]
@@ -69,28 +68,40 @@ def spatio_temporal(*keys: str) -> Aggregator:
     return aggregate
 
 
-def _frames(span: tuple[float, float] | None) -> set[int]:
-    if span is None or span[0] > span[1]:
-        return set()
-    return set(range(math.ceil(span[0]), math.floor(span[1]) + 1))
+def hcstvg_box_iou(a: Sequence[float], b: Sequence[float]) -> float:
+    """eval_hcvg.py's box IoU: 0 unless the boxes overlap with a positive width and height, else the intersection
+    over the two areas' sum less it (boxes as given, nothing clamped)."""
+    x1, y1, x2, y2 = max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])
+    if x1 >= x2 or y1 >= y2:
+        return 0.0
+    inter = (x2 - x1) * (y2 - y1)
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+def hcstvg_tube(truth: Mapping[int, Sequence[float]], truth_span: tuple[int, int], boxes: Mapping[int, Sequence[float]],
+                span: tuple[int, int]) -> tuple[float, float]:
+    """`(vIoU, tIoU)` as eval_hcvg.py computes them: the reference frames holding a predicted box (wherever the
+    predicted span lies) give the IoU sum (vIoU) and their count (tIoU), each over the frames from the earlier first
+    to the later last frame of the two spans, `max(ends) - min(starts) + 1` (a gap between them included)."""
+    shared = [f for f in truth if f in boxes]
+    frames = max(truth_span[1], span[1]) - min(truth_span[0], span[0]) + 1
+    return sum(hcstvg_box_iou(boxes[f], truth[f]) for f in shared) / frames, len(shared) / frames
 
 
 def stvg_item(row: Row) -> dict[str, Any]:
-    """vIoU = sum over the frames in both the predicted and the reference tube of the box IoU, over the frames in
-    either; tIoU = frames in both / frames in either. Frames are the whole seconds (the reference keeps one box per
-    second); the predicted tube spans its `time` (else its first to last box) and has a box at a second when one
-    lies within half a second of it."""
-    answer = row["answer"]
-    truth = {round(float(t)): b for t, b in parse_track(answer).items()}
+    """HC-STVG's vIoU and tIoU (`hcstvg_tube`) at 1 fps: frames are whole seconds (the reference keeps one box per
+    second, its span from its first to its last box); the prediction's span is its `time`, rounded inwards to whole
+    seconds (else its first to last box), its boxes taken at their nearest second. No time and no box scores 0, as
+    a video missing from the predictions."""
+    truth = {round(float(t)): b for t, b in parse_track(row["answer"]).items()}
     text = extract_answer(visible(row)).text or ""
     track = parse_track(text)
-    span = parse_interval(text) or ((min(track), max(track)) if track else None)
-    pred_frames, true_frames = _frames(span), set(truth)
-    union = pred_frames | true_frames
-    shared = pred_frames & true_frames
-    boxes = {round(t): b for t, b in track.items() if abs(t - round(t)) <= 0.5}
-    viou = sum(box_iou(boxes[f], truth[f]) for f in shared if f in boxes) / len(union) if union else 0.0
-    tiou = len(shared) / len(union) if union else 0.0
+    interval = parse_interval(text)
+    if not truth or (interval is None and not track):
+        return {"score": 0.0, "components": {"viou": 0.0, "tiou": 0.0}}
+    boxes = {round(t): b for t, b in track.items()}
+    span = (math.ceil(interval[0]), math.floor(interval[1])) if interval else (min(boxes), max(boxes))
+    viou, tiou = hcstvg_tube(truth, (min(truth), max(truth)), boxes, span)
     return {"score": viou, "components": {"viou": viou, "tiou": tiou}}
 
 
@@ -106,8 +117,8 @@ def hcstvg(rows: Sequence[Row]) -> Aggregate:
 
 STVG = Official(
     "m_vIoU, with vIoU@0.3, vIoU@0.5 and the frame-based m_tIoU (HC-STVG's metrics, frames at 1 fps)",
-    hcstvg, stvg_item, source="HC-STVG (tzhhhh123/HC-STVG) metrics as the STVG evaluators compute them (TubeDETR-style"
-                              " hcstvg_eval: vIoU over the union of frames, viou > thresh)",
+    hcstvg, stvg_item, source="tzhhhh123/HC-STVG eval_hcvg.py (commit 080b193, unchanged at HEAD 94ab6e9: hcvg_eval,"
+                              " iou2d)",
 )
 
 

@@ -1,15 +1,16 @@
 """Video-MMMU: knowledge from lecture videos in three tracks, Perception, Comprehension and Adaptation (multiple
 choice with 2-14 options, and numeric answers).
 
-The official headline is the mean of the three track accuracies (the VideoMMMU leaderboard); answers are read as
-lmms-eval 0.7.3's videommmu task reads them: multiple choice by its reader (`evr1.eval.readers.lmms_choice`), numeric
-answers by the MMMU open-answer parser restated here.
+The official headline is the mean of the three track accuracies (the VideoMMMU leaderboard); answers are read as the
+authors' own copy of the lmms-eval task reads them (the leaderboard's numbers come from it): multiple choice by the MMMU
+parser (`video_mmmu_choice`), numeric answers by the MMMU open-answer parser, both restated here. lmms-eval 0.7.3's
+stock task reads multiple choice otherwise (its shared `extract_mcq_answer`: "A or B" reads A, "" is wrong).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evr1.eval import aggregate as agg
@@ -18,7 +19,7 @@ from evr1.eval.definition import Benchmark, FieldError, Records, RowContext, eas
 from evr1.eval.lmms.doc_fields import answer_letter, is_mc, option_texts, required, source_id
 from evr1.eval.lmms.scoring import official_results
 from evr1.eval.protocols import Official
-from evr1.eval.readers import lmms_choice, visible
+from evr1.eval.readers import visible
 from evr1.problem_types import ProblemType as PT
 
 if TYPE_CHECKING:
@@ -145,15 +146,49 @@ def mmmu_open_right(response: str, answer: Any) -> bool:
     return any(any(isinstance(g, str) and g in p for g in gold) if isinstance(p, str) else p in gold for p in preds)
 
 
+MMMU_NO_ANSWER = "No Answere Found"  # sic: what the authors' copy reads when it finds no letter (wrong, counted)
+
+
+def video_mmmu_choice(response: str, options: Sequence[str]) -> str | None:
+    """The letter the authors' copy (`parse_multi_choice_response`) reads among the options' letters; None for "" (its
+    "API Error", left out of the aggregation; a response "API Error" too). The response, its ends stripped of , . ! ? ; : ' (each in turn),
+    padded with a space each side, is searched for "X." and "X:"; if neither, "(X)"; if none, "X "; if none and it
+    has over 5 words, an option's text (any case). One find wins; of several, the last one written (by "X." if any was
+    found so, else "X:", else "(X)", else " X ", or by its text); none reads `MMMU_NO_ANSWER`. So "A or B" reads B."""
+    if response in MMMU_DROPPED:
+        return None
+    for mark in ",.!?;:'":
+        response = response.strip(mark)
+    text = f" {response} "
+    letters = [chr(ord("A") + i) for i in range(len(options))]
+    found = [c for c in letters if f"{c}." in text] + [c for c in letters if f"{c}:" in text]
+    pattern = "{}." if any(f"{c}." in text for c in letters) else "{}:"
+    if not found:
+        found, pattern = [c for c in letters if f"({c})" in text], "({})"
+    if not found:
+        found, pattern = [c for c in letters if f"{c} " in text], " {} "
+    by_text = not found and len(text.split()) > 5
+    if by_text:
+        found = [c for c, option in zip(letters, options) if str(option).lower() in text.lower()]
+    if not found:
+        return MMMU_NO_ANSWER
+    if by_text:
+        where = [text.lower().rfind(str(options[letters.index(c)]).lower()) for c in found]
+    else:
+        where = [text.rfind(pattern.format(c)) for c in found]
+    return found[where.index(max(where))]
+
+
 def video_mmmu_item(row: Row) -> float | None:
-    """Multiple choice: the letter lmms-eval's reader finds among the question's letters (none: wrong, counted);
-    numeric: the MMMU open-answer parser (`mmmu_open_right`), an empty response (a failed generation too) dropped, as
-    lmms-eval's aggregation drops its "API Error"."""
+    """Multiple choice: the letter the authors' copy reads (`video_mmmu_choice`; none: wrong, counted); numeric: the
+    MMMU open-answer parser (`mmmu_open_right`); an empty response (a failed generation too) of either kind is dropped,
+    as the authors' aggregation drops its "API Error"."""
     text = visible(row)
+    if text in MMMU_DROPPED:
+        return None
     if row.get("problem_type") != "multiple_choice":
-        return None if text in MMMU_DROPPED else float(mmmu_open_right(text, row["answer"]))
-    letters = [chr(ord("A") + i) for i in range(len(row.get("options") or []))] or list("ABCDEFGHIJKLMN")
-    return 1.0 if lmms_choice(text, letters) == row["answer"] else 0.0
+        return float(mmmu_open_right(text, row["answer"]))
+    return 1.0 if video_mmmu_choice(text, row.get("options") or []) == row["answer"] else 0.0
 
 
 # The domains of the MMMU subjects, as lmms-eval 0.7.3's videommmu task groups its per-subject accuracies.
@@ -185,12 +220,13 @@ def mmmu_domain(subject: str | None) -> str | None:
 
 
 VIDEO_MMMU = Official(
-    "Overall: mean of the Perception, Comprehension and Adaptation accuracies (multiple choice read as lmms-eval reads"
-    " it; numeric answers by the MMMU open-answer parser, an empty one dropped); tables by track, and within each track"
-    " by domain and subject (lmms-eval's per-task tables)",
+    "Overall: mean of the Perception, Comprehension and Adaptation accuracies (answers read as the authors' copy of"
+    " the lmms-eval task reads them: the MMMU multiple-choice and open-answer parsers, an empty answer dropped); tables"
+    " by track, and within each track by domain and subject (the task's per-subject tables)",
     agg.macro("track", "track_domain", "track_subject", name="overall"), video_mmmu_item,
-    source="EvolvingLMMs-Lab/VideoMMMU README leaderboard (Overall = mean of the three tracks); lmms-eval 0.7.3"
-           " tasks/videommmu/utils.py (its reader: _task_utils/mcq_extract.py; parse_open_response, eval_open)",
+    source="EvolvingLMMs-Lab/VideoMMMU (HEAD 88b4ac3: README leaderboard, Overall = mean of the three tracks;"
+           " lmms_eval/tasks/videommmu/utils.py, unchanged since cde7e56: parse_multi_choice_response l. 408-505,"
+           " parse_open_response, eval_open, the API Error filter l. 240)",
 )
 
 

@@ -22,6 +22,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from evr1.eval import aggregate as agg
+from evr1.eval.aggregate import Aggregate
 from evr1.eval.annotation_rows import plain, video
 from evr1.eval.definition import JUDGE, Benchmark, RowContext
 from evr1.eval.protocols import Official
@@ -127,12 +128,51 @@ def videoreason_item(row: Row) -> float:
     return float(row["score"]) if row.get("response") is not None else 0.0
 
 
+STATE_GROUPS = {1: "state_1", 3: "state_1", 2: "state_2", 4: "state_2"}  # show_results.py's state_size_map
+
+
+def num_op_group(num_operation: Any) -> str | None:
+    """show_results.py's operation bucket: `num_op_5_9` (5-9 operations), `num_op_10_14` (10-14); None outside them
+    (the script then counts the item in the previous item's bucket, or fails on a first item)."""
+    n = int(num_operation)
+    return "num_op_5_9" if 5 <= n < 10 else "num_op_10_14" if 10 <= n < 15 else None
+
+
+def state_group(num_state: Any) -> str | None:
+    """show_results.py's merged state count: `state_1` for 1 or 3 states, `state_2` for 2 or 4; None otherwise
+    (where the script fails)."""
+    return STATE_GROUPS.get(int(num_state))
+
+
+GROUPINGS = (("num_op", "num_operation", num_op_group), ("state", "num_state", state_group))
+
+
+def videoreason_tables(rows: Sequence[Row]) -> Aggregate:
+    """Accuracy over every item, by skill, level, `num_operation` and `num_state`, and the official tables of
+    show_results.py: by operation bucket (`num_op`: num_op_5_9, num_op_10_14) and merged state count (`state`:
+    state_1, state_2), each bucket's accuracy also a metric of its name. An item outside every bucket is in none."""
+    result = agg.accuracy("category", "level", "num_operation", "num_state")(rows)
+    metrics, tables = dict(result.metrics), dict(result.breakdowns)
+    for table, field, group in GROUPINGS:
+        labelled = []
+        for row in rows:
+            value = (row.get("meta") or {}).get(field)
+            label = group(value) if value is not None else None
+            if label is not None:
+                labelled.append({**row, "meta": {table: label}})
+        if labelled:
+            tables[table] = agg.breakdown(labelled, table)
+            metrics.update({label: score for label, (score, _) in tables[table].items()})
+    return Aggregate(result.score, metrics, tables)
+
+
 VIDEOREASONBENCH = Official(
     "accuracy (the text after \"Final Answer\" judged by the official prompt, \"Correct\" exactly), by skill, level,"
-    " num_operation and num_state",
-    agg.accuracy("category", "level", "num_operation", "num_state"), videoreason_item,
+    " num_operation and num_state, and the official tables by operation bucket (5-9, 10-14) and merged state count",
+    videoreason_tables, videoreason_item,
     source="llyx97/video_reason_bench utils/eval_utils.py (commit 07d2644: get_judge_prompt, llm_judge_api,"
-           " extract_final_answer), utils/show_results.py (tables by dim, num_operation and state count)",
+           " extract_final_answer), utils/show_results.py (HEAD 2524387, last changed 07d2644: state_size_map l. 5,"
+           " the num_op and state buckets l. 30-42, dims l. 44)",
     judge=videoreason_judge,
 )
 

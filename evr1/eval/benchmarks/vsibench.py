@@ -2,7 +2,8 @@
 
 The overall is the mean of the per-task scores, numeric tasks by MRA (mean relative accuracy over thresholds 0.50 to
 0.95) and object_rel_direction as the mean of its three levels. The official scorer is thinking-in-space's lmms-eval
-task (as in lmms-eval 0.7.3).
+task: numeric answers read from the response's first word; lmms-eval 0.7.3's later reading (the first number
+anywhere, digits or words) is scored beside it.
 """
 
 from __future__ import annotations
@@ -89,9 +90,19 @@ _TENS = {w: 10 * i for i, w in enumerate(["twenty", "thirty", "forty", "fifty", 
 NUMBER_WORDS = {**{w: i for i, w in enumerate(_UNITS)}, **_TENS, "hundred": 100, "thousand": 1000}
 
 
+def vsi_number(text: str) -> float | None:
+    """The authors' numeric reading: the text before the first space (a space only: a newline does not split it), its
+    trailing dots cut, stripped, read by Python's `float` ("3.5 m" and "3." read 3.5 and 3; "1e3" reads 1000; "three",
+    "3m", "3,000", "The answer is 3" and a text starting with a space read nothing)."""
+    try:
+        return float(text.split(" ")[0].rstrip(".").strip())
+    except ValueError:
+        return None
+
+
 def first_number(text: str) -> float | None:
-    """The first number of `text`, in digits or in English words ("twenty-one", "three hundred and two"),
-    whichever comes first (VSI-Bench's reading); None when there is none."""
+    """lmms-eval 0.7.3's later reading (`extract_number`): the first number of `text`, in digits or in English words
+    ("twenty-one", "three hundred and two"), whichever comes first; None when there is none."""
     s = text.strip().lower()
     digits = _NUMBER.search(s)
     words: list[str] = []
@@ -125,24 +136,37 @@ def vsi_mra(pred: float | None, truth: float) -> float:
     """VSI-Bench's mean relative accuracy: the share of thresholds t with |pred - truth| / truth <= 1 - t."""
     if pred is None:
         return 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         error = abs(pred - truth) / np.float64(truth)
     return float(np.mean(error <= 1 - VSI_THRESHOLDS))
 
 
-def vsibench_item(row: Row) -> float:
+LMMS_EVAL_READING = "lmms_eval_0.7.3"  # the component holding the item's score under lmms-eval's later reading
+
+
+def vsibench_item(row: Row) -> dict[str, Any]:
     """Multiple choice: the response's first word, a final "." cut, equals the letter (any case); numeric: MRA of
-    the response's first number (no number: 0)."""
+    `vsi_number` (none: 0). The score under lmms-eval 0.7.3's numeric reading (`first_number`) is kept beside it,
+    as the component `LMMS_EVAL_READING`."""
     text = visible(row)
     if row.get("problem_type") == "multiple_choice":
         word = text.split(" ")[0].rstrip(".").strip() if text else ""
-        return 1.0 if word.lower() == str(row["answer"]).lower() else 0.0
-    return vsi_mra(first_number(text), float(row["answer"]))
+        score = 1.0 if word.lower() == str(row["answer"]).lower() else 0.0
+        return {"score": score, "components": {LMMS_EVAL_READING: score}}
+    truth = float(row["answer"])
+    return {"score": vsi_mra(vsi_number(text), truth), "components": {LMMS_EVAL_READING: vsi_mra(first_number(text), truth)}}
 
 
 def task_level_mean(rows: Sequence[Row]) -> Aggregate:
     """VSI-Bench: each task's mean score, object_rel_direction's the mean of its levels (in the by-task table too);
-    the overall is the mean of the tasks."""
+    the overall is the mean of the tasks. `overall_lmms_eval_0.7.3`: the overall under lmms-eval's numeric reading."""
+    result = _task_means(rows)
+    later = [{**r, "score": (r.get("components") or {}).get(LMMS_EVAL_READING, r["score"])} for r in rows]
+    return Aggregate(result.score, {**result.metrics, f"overall_{LMMS_EVAL_READING}": _task_means(later).score},
+                     result.breakdowns)
+
+
+def _task_means(rows: Sequence[Row]) -> Aggregate:
     tasks: dict[str, tuple[float, int]] = {}
     for task, members in agg.groups(rows, "task").items():
         levels = agg.breakdown(members, "difficulty") if task == "object_rel_direction" else None
@@ -156,10 +180,12 @@ def task_level_mean(rows: Sequence[Row]) -> Aggregate:
 
 
 VSIBENCH = Official(
-    "overall: mean of the per-task scores (MC exact match of the first word; numeric MRA at np.linspace(.5, .95, 10));"
-    " object_rel_direction: mean of its 3 levels",
+    "overall: mean of the per-task scores (MC exact match of the first word; numeric MRA at np.linspace(.5, .95, 10)"
+    " of the first word read as a number); object_rel_direction: mean of its 3 levels; the overall under lmms-eval"
+    " 0.7.3's numeric reading (the first number anywhere) beside it",
     task_level_mean, vsibench_item,
-    source="vision-x-nyu/thinking-in-space lmms_eval/tasks/vsibench/utils.py (as in lmms-eval 0.7.3 vsibench/utils.py)",
+    source="vision-x-nyu/thinking-in-space lmms_eval/tasks/vsibench/utils.py (HEAD 51e089c, last changed c26ba54:"
+           " fuzzy_matching, to_float, mean_relative_accuracy, vsibench_process_results, vsibench_aggregate_results)",
 )
 
 

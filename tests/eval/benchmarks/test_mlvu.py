@@ -9,15 +9,27 @@ from pathlib import Path
 import pytest
 
 from evr1.data.records import RecordError
-from evr1.eval.benchmarks.mlvu import mlvu_item
+from evr1.eval.benchmarks.mlvu import mlvu_item, mlvu_read
 from evr1.registry import BENCHMARKS
 
 from ..rows import both, sample_row, write_files, write_json
 
 
+# check_ans of choice_bench.py at HEAD (fd060c1; since 41add89): with a ")" the one character before the first ")",
+# else the whole response. The first upload (0b16f40) cut the response before the ")" instead: "(A)" and
+# "The answer is (A)" were wrong there, "A) x" and "A" right in both.
+@pytest.mark.parametrize(("response", "read"), [
+    ("A", "A"), ("A) a cat", "A"), ("(A)", "A"), ("The answer is (C)", "C"), ("(A) or (B)", "A"), ("B) or A", "B"),
+    ("Best Option: (D)", "D"), ("A.", "A."), ("a)", "a"), (")A", ""), ("", ""), ("The answer is A", "The answer is A"),
+    ("AB)", "B"),
+])
+def test_mlvu_reads_the_character_before_the_first_parenthesis(response: str, read: str) -> None:
+    assert mlvu_read(response) == read
+
+
 @pytest.mark.parametrize(("response", "right"), [
-    ("A", 1.0), ("A) a cat", 1.0), (" A ", 1.0),
-    ("A.", 0.0), ("(A)", 0.0), ("The answer is A", 0.0), ("a", 0.0), ("A or B", 0.0), ("", 0.0), (None, 0.0),
+    ("A", 1.0), ("A) a cat", 1.0), (" A ", 1.0), ("(A)", 1.0), ("The answer is (A).", 1.0), ("(A) or (B)", 1.0),
+    ("A.", 0.0), ("The answer is A", 0.0), ("a", 0.0), ("A or B", 0.0), ("(B) or (A)", 0.0), ("", 0.0), (None, 0.0),
 ])
 def test_mlvu_letter_before_the_parenthesis(response: str | None, right: float) -> None:
     assert mlvu_item(sample_row("A", response)) == right
@@ -25,10 +37,10 @@ def test_mlvu_letter_before_the_parenthesis(response: str | None, right: float) 
 
 def test_mlvu_m_avg_with_unequal_task_sizes() -> None:
     rows = [sample_row("A", "A", 1, task="count"), sample_row("B", "B.", 1, task="count"), sample_row("C", "C) x", 1, task="count"),
-            sample_row("D", "(D)", 1, task="needle")]
+            sample_row("D", "(D)", 1, task="needle"), sample_row("E", "The answer is E", 1, task="needle")]
     official, strict = both("mlvu", rows)
-    assert official["score"] == pytest.approx((200 / 3 + 0) / 2) and official["metrics"]["M-Avg"] == official["score"]
-    assert strict["score"] == pytest.approx(100.0)  # evr1's reader reads all four
+    assert official["score"] == pytest.approx((200 / 3 + 50) / 2) and official["metrics"]["M-Avg"] == official["score"]
+    assert strict["score"] == pytest.approx(100.0)  # the strict scores given (evr1 reads all five)
 
 
 PLOT = {"video": "movie101_66.mp4", "duration": 246, "question": "What color is the main male character in the video?",

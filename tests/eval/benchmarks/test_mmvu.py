@@ -90,7 +90,7 @@ def test_a_strict_headline_runs_mmvu_multiple_choice_without_a_judge(bench_root:
     strict, official = got["mmvu"]["protocols"]["strict"], got["mmvu"]["protocols"]["official"]
     assert (got["mmvu"]["score"], strict["n"]) == (100.0, 1)
     assert official["score"] is None and official["metrics"] == {} and "no judge was set" in official["unavailable"]
-    assert "| MMVU | strict | - | 100.00 |" in (tmp_path / "results.md").read_text()
+    assert "| MMVU | strict | n/a | 100.00 |" in (tmp_path / "results.md").read_text()
     with pytest.raises(ConfigError, match="--protocol strict"):
         evaluate(EvalSpec(limit=1), ScriptedResponder(answers), tmp_path / "o", benchmarks=["mmvu"], data_root=bench_root)
 

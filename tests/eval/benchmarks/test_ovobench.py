@@ -31,14 +31,17 @@ def test_ovobench_readers(answer: Any, ptype: str, response: str | None, score: 
     assert ovobench_item(sample_row(answer, response, ptype=ptype)) == score
 
 
-def test_ovobench_total_is_the_mean_over_tasks() -> None:
+def test_ovobench_total_is_the_mean_of_the_categories() -> None:
+    """OVOBenchScore.py since f3911d7 (HEAD c34093f, l. 133): (backward + realtime + forward) / 3, each the mean of its
+    tasks' accuracies; before it, the mean over all the tasks (here 62.5, kept as `task_mean`)."""
     rows = [sample_row("A", "A", 1, category="backward", task="EPM"), sample_row("A", "B", 0, category="backward", task="ASI"),
             sample_row("A", "A", 1, category="realtime", task="STU"),
             sample_row(2, "2", 1, "numerical", category="forward", task="REC"), sample_row(2, "5", 0, "numerical", category="forward", task="REC")]
     official, strict = both("ovobench", rows)
-    assert official["score"] == pytest.approx((100 + 0 + 100 + 50) / 4)  # 62.5: over the 4 tasks
-    assert official["metrics"]["category_mean"] == pytest.approx((50 + 100 + 50) / 3)
-    assert strict["score"] == pytest.approx((50 + 100 + 50) / 3)  # evr1's: the mean of the categories
+    assert official["score"] == pytest.approx((50 + 100 + 50) / 3) == official["metrics"]["Total Avg."]
+    assert official["metrics"]["task_mean"] == pytest.approx((100 + 0 + 100 + 50) / 4)  # 62.5: over the 4 tasks
+    assert official["metrics"]["backward"] == 50.0 and official["metrics"]["forward"] == 50.0
+    assert strict["score"] == pytest.approx((50 + 100 + 50) / 3)
 
 
 HAIR = "pull up the hair to reserve place for the hair extensions"
@@ -105,12 +108,12 @@ def test_ovobench_scores_by_the_official_nesting(ovo_root: Path, tmp_path: Path)
                       data_root=ovo_root)
     got = result["benchmarks"]["ovobench"]
     assert got["score"] == pytest.approx(75.0)
-    # official (OVOBenchScore.py): "no" is not "No" (CRR 0/2, SSR 1/2); the total is the mean over the 4 tasks
+    # official (OVOBenchScore.py): "no" is not "No" (CRR 0/2, SSR 1/2); the total is the mean of the 2 categories
     official = got["protocols"]["official"]
     assert {k: v["score"] for k, v in official["breakdowns"]["task"].items()} == pytest.approx(
         {"EPM": 100.0, "CRR": 0.0, "SSR": 50.0, "REC": 0.0})
-    assert official["score"] == pytest.approx(37.5) and official["metrics"]["category_mean"] == pytest.approx(
-        (100 + 50 / 3) / 2)
+    assert official["score"] == pytest.approx((100 + 50 / 3) / 2) and official["metrics"]["task_mean"] == pytest.approx(
+        37.5)
     assert got["metrics"]["backward"] == pytest.approx(100.0) and got["metrics"]["forward"] == pytest.approx(50.0)
     assert {k: v["score"] for k, v in got["breakdowns"]["task"].items()} == pytest.approx(
         {"EPM": 100.0, "CRR": 50.0, "SSR": 100.0, "REC": 0.0})

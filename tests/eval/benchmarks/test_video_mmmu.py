@@ -17,7 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evr1.data.records import RecordError
-from evr1.eval.benchmarks.video_mmmu import MMMU_DOMAINS, MMMU_DROPPED, mmmu_open_right, mmmu_subject
+from evr1.eval.benchmarks.video_mmmu import (
+    MMMU_DOMAINS,
+    MMMU_DROPPED,
+    MMMU_NO_ANSWER,
+    mmmu_open_right,
+    mmmu_subject,
+    video_mmmu_choice,
+)
 from evr1.eval.protocols import block
 from evr1.registry import BENCHMARKS
 
@@ -49,14 +56,15 @@ def _row(answer: Any, response: str | None, track: str, ptype: str = "numerical"
             "meta": {"track": track}}
 
 
-def test_empty_numeric_answers_are_dropped_per_track() -> None:
-    rows = [_row("42", "It is 42", "Perception"), _row("42", "", "Perception"),  # "": lmms-eval's "API Error"
-            _row("7", None, "Comprehension", score=0.0),  # a failed generation reaches lmms-eval as "": dropped
+def test_empty_answers_are_dropped_per_track() -> None:
+    rows = [_row("42", "It is 42", "Perception"), _row("42", "", "Perception"),  # "": the authors' "API Error"
+            _row("7", None, "Comprehension", score=0.0),  # a failed generation reaches the task as "": dropped
             _row("7", "<think>7?</think>", "Comprehension"),  # nothing left once the thinking is removed: dropped
-            _row("A", "", "Comprehension", "multiple_choice"),  # an empty multiple-choice answer is counted, wrong
+            _row("A", "", "Comprehension", "multiple_choice"),  # an empty multiple-choice answer is dropped too
+            _row("A", "B", "Comprehension", "multiple_choice"),
             _row("B", "B", "Adaptation", "multiple_choice", score=1.0)]
     got = block(BENCHMARKS.get("video_mmmu"), rows, "official")
-    assert (got["n"], got["dropped"]) == (3, 3)
+    assert (got["n"], got["dropped"]) == (3, 4)
     assert {k: v["score"] for k, v in got["breakdowns"]["track"].items()} == {"Perception": 100.0, "Comprehension": 0.0,
                                                                              "Adaptation": 100.0}
     assert got["score"] == pytest.approx(200 / 3)
@@ -124,6 +132,35 @@ def test_video_mmmu_reads_letters_beyond_d_and_numbers_officially() -> None:
     official = block(BENCHMARKS.get("video_mmmu"), rows, "official")
     assert official["breakdowns"]["track"]["Perception"]["score"] == 50.0
     assert official["score"] == pytest.approx((50 + 0) / 2)
+
+
+OPTIONS = ["red apple", "blue car", "green tree", "yellow sun"]
+
+
+# parse_multi_choice_response of the authors' copy (EvolvingLMMs-Lab/VideoMMMU lmms_eval/tasks/videommmu/utils.py,
+# HEAD 88b4ac3, l. 408-505), worked by hand; the last column is lmms-eval 0.7.3's stock reading (extract_mcq_answer).
+@pytest.mark.parametrize(("response", "authors", "lmms_eval"), [
+    ("A or B", "B", "A"),  # both "X ": the last written wins
+    ("", None, ""),  # dropped by the authors' aggregation; lmms-eval reads nothing (wrong, counted)
+    ("D: yellow sun. A: red apple", "A", "D"),  # both "X:": the last
+    ("A: no. B. yes", "B", "A"),  # "X." outranks "X:"
+    ("I think the answer is clearly the blue car here", "B", ""),  # over 5 words, no letter: an option's text
+    ("The answer is (C).", "C", "C"), ("B.", "B", "B"), ("C", "C", "C"),
+    ("A. red apple, but maybe C.", "A", "A"),  # the final "." is stripped first: only "A." remains
+    ("E", MMMU_NO_ANSWER, ""),  # no such option
+    ("none of them", MMMU_NO_ANSWER, ""),  # 3 words: no text match tried
+])
+def test_video_mmmu_reads_as_the_authors_copy(response: str, authors: str | None, lmms_eval: str) -> None:
+    from lmms_eval.tasks._task_utils.mcq_extract import extract_mcq_answer
+
+    assert video_mmmu_choice(response, OPTIONS) == authors
+    assert extract_mcq_answer(response, choices=list("ABCD")) == lmms_eval  # the installed stock reader, for contrast
+
+
+def test_video_mmmu_empty_answers_are_dropped_and_hedges_read_last() -> None:
+    rows = [{**sample_row("A", r, track="Perception"), "options": OPTIONS} for r in ("A", "", "A or B", None)]
+    official = block(BENCHMARKS.get("video_mmmu"), rows, "official")
+    assert official["breakdowns"]["track"]["Perception"] == {"score": 50.0, "n": 2} and official["dropped"] == 2
 
 
 def test_video_mmmu_tables_by_domain_and_subject_within_each_track() -> None:

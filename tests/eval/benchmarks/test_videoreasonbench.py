@@ -24,8 +24,10 @@ from evr1.eval.benchmarks.videoreasonbench import (
     grid_target,
     hrd_play,
     hrd_target,
+    num_op_group,
     operation_correct,
     operation_start,
+    state_group,
     videoreason_final_answer,
     videoreason_item,
     videoreason_judge,
@@ -219,6 +221,29 @@ def test_videoreasonbench_num_operation_and_state_tables(tmp_path: Path) -> None
     official = block(BENCHMARKS.get("videoreasonbench"), rows, "official")
     assert official["breakdowns"]["num_operation"] == {"3": {"score": 50.0, "n": 2}, "5": {"score": 100.0, "n": 1}}
     assert official["breakdowns"]["num_state"] == {"4": {"score": pytest.approx(200 / 3), "n": 3}}
+    # show_results.py's buckets: 3 operations are in none (5-9 and 10-14 only); 4 states merge into state_2
+    assert official["breakdowns"]["num_op"] == {"num_op_5_9": {"score": 100.0, "n": 1}}
+    assert official["breakdowns"]["state"] == {"state_2": {"score": pytest.approx(200 / 3), "n": 3}}
+
+
+@pytest.mark.parametrize(("value", "bucket"), [(4, None), (5, "num_op_5_9"), (9, "num_op_5_9"), ("10", "num_op_10_14"),
+                                               (14, "num_op_10_14"), (15, None)])
+def test_num_op_buckets(value: object, bucket: str | None) -> None:
+    assert num_op_group(value) == bucket
+
+
+def test_official_tables_by_operations_and_merged_state_count() -> None:
+    """show_results.py (HEAD 2524387): num_op_5_9 / num_op_10_14 and state_1 (1 or 3 states) / state_2 (2 or 4), by
+    hand: 5 ops 1 state right, 9 ops 3 states wrong, 12 ops 2 states right, 14 ops 4 states right."""
+    cases = [(5, 1, 1.0), (9, 3, 0.0), (12, 2, 1.0), (14, 4, 1.0)]
+    rows = [sample_row("x", "x", s, "open_ended", category="Infer State", num_operation=ops, num_state=states)
+            for ops, states, s in cases]
+    official = block(BENCHMARKS.get("videoreasonbench"), rows, "official")
+    assert official["breakdowns"]["num_op"] == {"num_op_5_9": {"score": 50.0, "n": 2}, "num_op_10_14": {"score": 100.0, "n": 2}}
+    assert official["breakdowns"]["state"] == {"state_1": {"score": 50.0, "n": 2}, "state_2": {"score": 100.0, "n": 2}}
+    assert {k: official["metrics"][k] for k in ("num_op_5_9", "num_op_10_14", "state_1", "state_2")} == {
+        "num_op_5_9": 50.0, "num_op_10_14": 100.0, "state_1": 50.0, "state_2": 100.0}
+    assert [state_group(n) for n in (1, 2, 3, 4, 5)] == ["state_1", "state_2", "state_1", "state_2", None]
 
 
 @pytest.mark.parametrize(("response", "final"), [

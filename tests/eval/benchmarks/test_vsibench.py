@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -10,26 +11,45 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evr1.eval.benchmarks.vsibench import vsi_mra, vsibench_item
+from evr1.eval.benchmarks.vsibench import LMMS_EVAL_READING, vsi_mra, vsi_number, vsibench_item
 from evr1.eval.protocols import block
 from evr1.registry import BENCHMARKS
 
 from ..rows import both, check_same, easyvideor1_row, sample_row, score_strict, write_files
 
 
-@pytest.mark.parametrize(("response", "truth", "mra"), [
-    ("12", 10.0, 0.6),  # off by exactly 20%: 1 - 0.8 is 0.19999999999999996 in floats, so 6 of 10 thresholds
-    ("11", 10.0, 0.9),  # off by 10%: 1 - 0.9 (0.8999999999999999) is 0.10000000000000009: 9 of 10
-    ("10", 10.0, 1.0),
-    ("15", 10.0, 0.1),  # 50%: only t = 0.5
-    ("twenty-one chairs", 21.0, 1.0),  # number words
-    ("about 3, maybe 4", 3.0, 1.0),  # the first number
-    ("two rooms and 5 doors", 2.0, 1.0),  # a word before the digits wins
-    ("no idea", 3.0, 0.0), ("", 3.0, 0.0),
-    ("<think>maybe 9</think>4", 4.0, 1.0),  # the think part is not read
+@pytest.mark.parametrize(("response", "truth", "mra", "lmms_eval"), [
+    ("12", 10.0, 0.6, 0.6),  # off by exactly 20%: 1 - 0.8 is 0.19999999999999996 in floats, so 6 of 10 thresholds
+    ("11", 10.0, 0.9, 0.9),  # off by 10%: 1 - 0.9 (0.8999999999999999) is 0.10000000000000009: 9 of 10
+    ("10", 10.0, 1.0, 1.0),
+    ("15", 10.0, 0.1, 0.1),  # 50%: only t = 0.5
+    ("3.5 meters", 3.5, 1.0, 1.0), ("3.", 3.0, 1.0, 1.0), ("3...", 3.0, 1.0, 1.0), ("1e1", 10.0, 1.0, 0.0),  # lmms-eval: 1
+    # the authors read the first word only; lmms-eval 0.7.3 reads the first number anywhere, digits or words
+    ("twenty-one chairs", 21.0, 0.0, 1.0),
+    ("about 3, maybe 4", 3.0, 0.0, 1.0),
+    ("two rooms and 5 doors", 2.0, 0.0, 1.0),
+    ("The answer is 4", 4.0, 0.0, 1.0),
+    ("4m", 4.0, 0.0, 1.0), ("4,", 4.0, 0.0, 1.0), ("3,000", 3000.0, 0.0, 0.0),  # lmms-eval: 3, then ",000"
+    ("4\nchairs", 4.0, 0.0, 1.0),  # a newline does not split the first word
+    ("\n4 chairs", 4.0, 1.0, 1.0),  # the first word "\n4", stripped
+    ("no idea", 3.0, 0.0, 0.0), ("", 3.0, 0.0, 0.0), ("nan", 3.0, 0.0, 0.0), ("inf", 3.0, 0.0, 0.0),
+    ("<think>maybe 9</think>4", 4.0, 1.0, 1.0),  # the think part is not read
 ])
-def test_vsibench_mra_of_the_first_number(response: str, truth: float, mra: float) -> None:
-    assert vsibench_item(sample_row(truth, response, ptype="regression")) == pytest.approx(mra)
+def test_vsibench_mra_of_the_first_word(response: str, truth: float, mra: float, lmms_eval: float) -> None:
+    got = vsibench_item(sample_row(truth, response, ptype="regression"))
+    assert got["score"] == pytest.approx(mra) and got["components"][LMMS_EVAL_READING] == pytest.approx(lmms_eval)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["3", "4.5", ".", " ", "\n", "m", "three", "-", "e", "1", ",", "nan", "x", "_"]),
+                max_size=8).map("".join))
+def test_vsi_number_is_the_authors_fuzzy_matching_and_to_float(response: str) -> None:
+    """The authors' `fuzzy_matching` and `to_float` are unchanged in lmms-eval 0.7.3: run them on the same text."""
+    from lmms_eval.tasks.vsibench import utils as reference
+
+    expected = reference.to_float(reference.fuzzy_matching(response))
+    got = vsi_number(response)
+    assert got == expected or (math.isnan(got) and math.isnan(expected))  # "nan" reads nan in both
 
 
 @pytest.mark.parametrize(("response", "right"), [
@@ -38,7 +58,7 @@ def test_vsibench_mra_of_the_first_number(response: str, truth: float, mra: floa
     ("The answer is A", 0.0), ("(A)", 0.0), ("B. left", 0.0), ("", 0.0), (None, 0.0),
 ])
 def test_vsibench_multiple_choice_reads_the_first_word(response: str | None, right: float) -> None:
-    assert vsibench_item(sample_row("A", response)) == right
+    assert vsibench_item(sample_row("A", response))["score"] == right
 
 
 def _vsi_table() -> list[dict[str, Any]]:
@@ -46,6 +66,7 @@ def _vsi_table() -> list[dict[str, Any]]:
     return [
         sample_row(10.0, "12", 0.7, "regression", task="object_counting"),
         sample_row(10.0, "10", 1.0, "regression", task="object_counting"),
+        sample_row(10.0, "about 10", 1.0, "regression", task="object_counting"),
         *(sample_row("A", r, float(r == "A"), task="object_rel_direction", difficulty=d) for r, d in direction),
         sample_row("A", "The answer is A", 1.0, task="route_planning"),
     ]
@@ -53,18 +74,21 @@ def _vsi_table() -> list[dict[str, Any]]:
 
 def test_vsibench_overall_and_by_task_table_by_hand() -> None:
     official, strict = both("vsibench", _vsi_table())
-    counting, direction = (0.6 + 1.0) / 2, (2 / 3 + 1 + 0) / 3  # direction: the mean of its levels, not 3/5
+    counting, direction = (0.6 + 1.0 + 0.0) / 3, (2 / 3 + 1 + 0) / 3  # direction: the mean of its levels, not 3/5
     assert official["score"] == pytest.approx(100 * (counting + direction + 0) / 3)
     tasks = official["breakdowns"]["task"]
     assert tasks["object_rel_direction"] == {"score": pytest.approx(100 * direction), "n": 5}
-    assert tasks["object_counting"]["score"] == pytest.approx(80.0) and tasks["route_planning"]["score"] == 0.0
+    assert tasks["object_counting"]["score"] == pytest.approx(100 * 1.6 / 3) and tasks["route_planning"]["score"] == 0.0
     assert official["metrics"]["object_rel_direction"] == pytest.approx(100 * direction)
+    # lmms-eval 0.7.3's reading reads "about 10" as 10
+    assert official["metrics"]["overall_lmms_eval_0.7.3"] == pytest.approx(100 * (2.6 / 3 + direction + 0) / 3)
     # strict: evr1's MRA (0.7 at 20%), evr1's reader ("The answer is A" is A)
-    assert strict["score"] == pytest.approx(100 * ((0.7 + 1) / 2 + direction + 1) / 3)
+    assert strict["score"] == pytest.approx(100 * ((0.7 + 1 + 1) / 3 + direction + 1) / 3)
 
 
-def test_vsibench_official_equals_lmms_evals_own_scorer() -> None:
-    """lmms-eval 0.7.3's vsibench process_results and sub-score computation, run on the same predictions."""
+def test_vsibench_lmms_eval_reading_equals_lmms_evals_own_scorer() -> None:
+    """lmms-eval 0.7.3's vsibench process_results and sub-score computation, run on the same predictions, give the
+    `overall_lmms_eval_0.7.3` metric (its numeric reading is the later one: the authors' is the headline)."""
     from lmms_eval.tasks.vsibench import utils as reference
 
     table = _vsi_table()
@@ -76,8 +100,8 @@ def test_vsibench_official_equals_lmms_evals_own_scorer() -> None:
         docs.append(reference.vsibench_process_results(doc, [r["response"]])["vsibench_overall"])
     expected = reference._compute_all_subscores(docs)
     official = block(BENCHMARKS.get("vsibench"), table, "official")
-    assert official["score"] == pytest.approx(100 * expected["overall"], abs=1e-9)
-    assert official["metrics"]["object_counting"] == pytest.approx(100 * expected["object_counting_MRA:.5:.95:.05"])
+    assert official["metrics"]["overall_lmms_eval_0.7.3"] == pytest.approx(100 * expected["overall"], abs=1e-9)
+    assert official["score"] < official["metrics"]["overall_lmms_eval_0.7.3"]  # "about 10" reads nothing officially
     assert official["metrics"]["object_rel_direction"] == pytest.approx(100 * expected["object_rel_direction_accuracy"])
 
 

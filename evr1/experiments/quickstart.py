@@ -1,4 +1,4 @@
-"""Quickstart: a tiny random-init Qwen2.5-VL learns synthetic video and image questions on CPU.
+"""A tiny random-init Qwen2.5-VL learns synthetic video and image questions on CPU.
 
 Why these settings (measured on the 2-core CPU machine; see the README's curve):
 - The data's shapes are large (half to 70% of the 56 px side, `evr1.data.synth_tasks`): with

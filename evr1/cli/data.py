@@ -147,9 +147,10 @@ def prompt(
     record_id: Annotated[str | None, typer.Option("--id", help="The record's id (instead of --index).")] = None,
     overrides: Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a field of the experiment: PATH=VALUE.")] = None,
     full: Annotated[bool, typer.Option("--full", help="Print every media placeholder token, not one per run.")] = False,
+    tools: Annotated[str | None, typer.Option(help="Comma-separated tools to offer (`evr1 list tools`): the prompt shows their schemas as the chat template renders them.")] = None,
 ) -> None:
     """Print the exact prompt the experiment gives a record (chat template, system prompt, options, instruction,
-    media placeholders) and its token count: text tokens and media tokens. Without an experiment, the standard
+    media placeholders, offered tools) and its token count: text tokens and media tokens. Without an experiment, the standard
     settings build it (the defaults of every spec: `evr1 show` of an experiment lists them)."""
     import fiddle as fdl
 
@@ -163,7 +164,8 @@ def prompt(
     cfg = load_config(experiment)[0] if experiment is not None else fdl.Config(Experiment)
     apply_overrides(cfg, overrides or [])
     built = build_experiment(cfg)
-    view = prompt_view(built, records, index, record_id, collapse=not full)
+    offered = tuple(t.strip() for t in tools.split(",") if t.strip()) if tools else ()
+    view = prompt_view(built, records, index, record_id, collapse=not full, tools=offered)
     if experiment is None:
         spec = built.data.prompt
         system = "the chat template's default" if spec.system is None else repr(spec.system)

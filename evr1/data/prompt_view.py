@@ -47,8 +47,9 @@ def collapse_runs(text: str, tokens: tuple[str, ...]) -> str:
 
 
 def prompt_view(experiment, records: Path | None, index: int = 0, record_id: str | None = None,
-                collapse: bool = True) -> PromptView:
-    """The prompt `experiment` builds for a record of `records` (default: its first `data.train` file)."""
+                collapse: bool = True, tools: tuple[str, ...] = ()) -> PromptView:
+    """The prompt `experiment` builds for a record of `records` (default: its first `data.train` file), offering the
+    registered `tools` (their schemas through the chat template) when given."""
     from evr1.data.loader import MediaLoader
     from evr1.data.prompting import RecordPrompter, load_chat_template
     from evr1.models import load_processor
@@ -64,7 +65,8 @@ def prompt_view(experiment, records: Path | None, index: int = 0, record_id: str
     load_chat_template(data.prompt)  # a broken template is said before the model loads
     processor = load_processor(experiment.model)
     root = Path(data.data_root) if data.data_root is not None else records.parent
-    prompter = RecordPrompter(processor, MediaLoader(data.video, data.image, data.cache, processor, root), data.prompt)
+    prompter = RecordPrompter(processor, MediaLoader(data.video, data.image, data.cache, processor, root), data.prompt,
+                              tools=tools)
     prompt = prompter(record)
     ids, tokenizer = prompt.input_ids, processor.tokenizer
     video = int((ids == tokenizer.convert_tokens_to_ids(processor.video_token)).sum())

@@ -115,9 +115,13 @@ class RecordPrompter:
     """Builds (and memoises by record id) the prompt of each record. With `max_tokens`, a prompt longer than
     that is a failure of its record (`too_long`), as media that cannot be loaded are."""
 
-    def __init__(self, processor: Any, loader: MediaLoader, spec: PromptSpec, max_tokens: int | None = None) -> None:
+    def __init__(self, processor: Any, loader: MediaLoader, spec: PromptSpec, max_tokens: int | None = None, *,
+                 tools: Sequence[str] = ()) -> None:
+        from evr1.tools.template import tool_schemas
+
         self.processor, self.loader, self.spec, self.max_tokens = processor, loader, spec, max_tokens
         self.chat_template = load_chat_template(spec)
+        self.tools, self.tool_schemas = tuple(tools), tool_schemas(tools)  # offered to the model, by name
         self.box_units = box_units_of(processor)
         self._memo: dict[str, Any] = {}
         self.shown: dict[str, Shown] = {}  # record id -> what the model was shown (records with media)
@@ -126,13 +130,16 @@ class RecordPrompter:
 
     def __call__(self, record: Record) -> Any:
         from evr1.models.prompts import build_prompt, chat_messages
+        from evr1.tools.template import check_shown
 
         if record.id not in self._memo:
             media = [self._load(record, ref) for ref in record.media]
             self.media_loaded += len(media)
             self.cache_hits += sum(m.cache_hit for m in media)
             messages = chat_messages(training_question_text(record, self.spec), [m.kind for m in media], self.spec.system)
-            prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media], chat_template=self.chat_template)
+            prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media], chat_template=self.chat_template,
+                                  tools=self.tool_schemas)
+            check_shown(prompt.text, self.tools)
             if self.max_tokens is not None and len(prompt) > self.max_tokens:
                 raise MediaLoadError(too_long(record, len(prompt), self.max_tokens))
             self._memo[record.id] = prompt

@@ -23,7 +23,8 @@ from evr1.registry.base import (
 
 # How evr1 calls each registry's entries (the call sites: evr1/rewards/execution.py,
 # evr1/runner/loop/advantage_phase.py, evr1/runner/learner/learner.py, evr1/runner/loop/train.py,
-# evr1/runner/ray/actors.py, evr1/eval/responders.py, evr1/eval/lmms/model.py, evr1/models/loading.py).
+# evr1/runner/ray/actors.py, evr1/eval/responders.py, evr1/eval/lmms/model.py, evr1/models/loading.py,
+# evr1/tools/calls.py).
 CONVENTIONS: dict[str, Convention] = {
     "rewards": Convention(text="fn(inputs, spec) -> list (or @per_sample fn(input, spec))", positional=("inputs", "spec")),
     "advantages": Convention(
@@ -67,6 +68,12 @@ CONVENTIONS: dict[str, Convention] = {
         positional=("cache_dir",),
         through="materialize",
     ),
+    "tools": Convention(
+        text="an object with attributes description (str) and parameters (a JSON schema of the arguments) and"
+        " called as tool(arguments, context) -> ToolReply (see evr1/tools/base.py)",
+        positional=("arguments", "context"),
+        attributes=("description", "parameters"),
+    ),
 }
 
 
@@ -82,6 +89,7 @@ MIXERS: Registry = _checked("mixers", "evr1.data.mixers")
 SAMPLERS: Registry = _checked("samplers", "evr1.data.samplers")
 ENGINES: Registry = _checked("engines", "evr1.engines.builtin")
 MODELS: Registry = _checked("models", "evr1.models.builtin")
+TOOLS: Registry = _checked("tools", "evr1.tools.builtin")
 BENCHMARKS: Registry = Registry("benchmarks", builtin_modules=["evr1.eval.benchmarks"])
 EXPERIMENTS: Registry = Registry("experiments")
 ROLLOUT_CORRECTIONS: Registry = Registry(
@@ -91,7 +99,7 @@ ROLLOUT_CORRECTIONS: Registry = Registry(
 REGISTRIES: dict[str, Registry] = {
     r.name: r
     for r in (
-        REWARDS, ADVANTAGES, POLICY_LOSSES, MIXERS, SAMPLERS, ENGINES, MODELS, BENCHMARKS, EXPERIMENTS, ROLLOUT_CORRECTIONS
+        REWARDS, ADVANTAGES, POLICY_LOSSES, MIXERS, SAMPLERS, ENGINES, MODELS, TOOLS, BENCHMARKS, EXPERIMENTS, ROLLOUT_CORRECTIONS
     )
 }
 
@@ -108,6 +116,7 @@ __all__ = [
     "REWARDS",
     "ROLLOUT_CORRECTIONS",
     "SAMPLERS",
+    "TOOLS",
     "Call",
     "Convention",
     "Description",

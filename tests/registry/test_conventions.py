@@ -250,7 +250,8 @@ def test_the_narrow_loss_of_the_report_names_the_expected_signature() -> None:
 
 
 BUILT_IN = {"rewards": "multiple_choice", "advantages": "grpo", "policy_losses": "ppo_clip", "mixers": "offline_k",
-            "samplers": "uniform", "engines": "hf", "models": "tiny-qwen2.5-vl", "benchmarks": "mvbench"}  # one each
+            "samplers": "uniform", "engines": "hf", "models": "tiny-qwen2.5-vl", "tools": "seek", "benchmarks": "mvbench",
+            "rollout_corrections": "token_tis"}  # one each
 
 
 @pytest.mark.parametrize("kind", sorted(BUILT_IN))

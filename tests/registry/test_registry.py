@@ -123,7 +123,7 @@ def test_unregister_removes_aliases(reg: Registry) -> None:
 
 def test_named_registries_exist() -> None:
     expected = {
-        "rewards", "advantages", "policy_losses", "mixers", "samplers", "engines", "models", "benchmarks", "experiments",
+        "rewards", "advantages", "policy_losses", "mixers", "samplers", "engines", "models", "tools", "benchmarks", "experiments",
         "rollout_corrections",
     }  # fmt: skip
     assert set(REGISTRIES) == expected

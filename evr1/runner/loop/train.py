@@ -239,7 +239,8 @@ class Trainer:
         from evr1.data.mixers import Trajectory
 
         if self.mixer is None:
-            return batch.with_rows(Row(g, Trajectory.online(r)) for g, group in enumerate(batch.sampled) for r in group), {}
+            rows = [Row(g, Trajectory.online(r)) for g, group in enumerate(batch.sampled) for r in group]
+            return batch.with_rows(rows), {}
         scored = None
         if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
             scored = self.scorer.online_accuracy(batch.records, batch.sampled, batch.step, batch.shown)
@@ -257,7 +258,8 @@ class Trainer:
         scored = batch.sampled_rewards  # every sampled response's, when the mixer kept only some of them
         sampled = (scored.inputs, scored.outputs) if scored is not None else None
         metrics = reward_metrics(self.router, inputs, outputs, [row.offline for row in batch.rows], sampled)
-        return batch.with_rows(replace(r, reward_input=i, reward=o) for r, i, o in zip(batch.rows, inputs, outputs)), metrics
+        rows = [replace(row, reward_input=i, reward=o) for row, i, o in zip(batch.rows, inputs, outputs)]
+        return batch.with_rows(rows), metrics
 
     def reference(self, batch: StepBatch) -> StepBatch:
         """Each row's log-probs under the KL reference."""
@@ -276,8 +278,8 @@ class Trainer:
         exp = self.exp
         baselines = [batch.baselines[row.group] for row in batch.rows] if batch.baselines is not None else None
         result = compute_advantages(
-            exp.algo, batch.items(), [row.reward for row in batch.rows], self.kl, max_length=exp.rollout.max_response_tokens,
-            reward=exp.reward, baselines=baselines,
+            exp.algo, batch.items(), [row.reward for row in batch.rows], self.kl,
+            max_length=exp.rollout.max_response_tokens, reward=exp.reward, baselines=baselines,
         )  # fmt: skip
         rows = [replace(row, advantages=a, trains=k) for row, a, k in zip(batch.rows, result.per_item, result.keep)]
         return batch.with_rows(rows), result.metrics
@@ -327,7 +329,7 @@ class Trainer:
         """Checkpoint after `step` steps (`evr1.runner.loop.resume`)."""
         state = {"sampler": self.sampler.state_dict(), "kl_coef": self.kl.value if self.kl else None,
                  "failed_records": self.failures.state_dict(), "updates": self.pipeline.updates}
-        in_flight = list(self.pipeline.pending)  # generated with weights this checkpoint does not hold: stored as they are
+        in_flight = list(self.pipeline.pending)  # made with weights this checkpoint does not hold: stored as they are
         write = (lambda folder: save_in_flight(folder, in_flight)) if in_flight else None
         return save_checkpoint(self.run_dir, step, self.workers, state, write)
 

@@ -1,0 +1,84 @@
+"""Per-token log-probs and entropy of responses from the last hidden states, through the LM head in chunks.
+
+`token_scores(head, hidden, targets, mask, temperature=T, chunk_tokens=c)` gives, for every valid
+response position, `log_softmax(head(h) / T)[target]` and the entropy of `softmax(head(h) / T)`
+(both float32), the same numbers `gather_logprobs` and `entropy_from_logits` give from the full
+tempered logits. With `chunk_tokens > 0` the valid positions go through the head `c` at a time,
+and with gradients each chunk is recomputed in the backward (`torch.utils.checkpoint`, non-
+reentrant), so no more than one chunk's `[c, vocab]` logits and their gradient exist at once, in
+the forward or the backward; only the hidden states `[tokens, hidden]` and the head's weight
+gradient are whole. `chunk_tokens == 0` makes the whole `[tokens, vocab]` logits (the unchunked
+path, kept as the reference and for `TrainerSpec.logprob_chunk_tokens = 0`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+from torch.utils.checkpoint import checkpoint
+
+from evr1.algos.entropy import entropy_from_logits
+from evr1.models.forward import gather_logprobs, temper
+
+
+def _scorer(head: Callable[[Tensor], Tensor], temperature: float, entropy: str) -> Callable[..., tuple[Tensor, ...]]:
+    """The chunk function: hidden `(c, H)`, targets `(c,)` -> log-probs `(c,)` (and the entropy `(c,)`)."""
+
+    def score(hidden: Tensor, targets: Tensor) -> tuple[Tensor, ...]:
+        logits = temper(head(hidden), temperature)
+        logprobs = gather_logprobs(logits, targets)
+        if entropy == "off":
+            return (logprobs,)
+        if entropy == "grad":
+            return logprobs, entropy_from_logits(logits)
+        with torch.no_grad():
+            return logprobs, entropy_from_logits(logits.detach())
+
+    return score
+
+
+def token_scores(
+    head: Callable[[Tensor], Tensor],
+    hidden: Tensor,
+    targets: Tensor,
+    mask: Tensor,
+    *,
+    temperature: float = 1.0,
+    chunk_tokens: int = 0,
+    entropy: str = "off",
+) -> tuple[Tensor, Tensor | None]:
+    """Log-probs `(B, R)` of `targets` and, unless `entropy == "off"`, the entropy `(B, R)`; 0 where `~mask`.
+
+    `hidden (B, R, H)`: the states that predict each target (`response_hidden`). `entropy`: "off",
+    "metric" (no gradient) or "grad" (differentiable, for an entropy bonus). Float32 results.
+    """
+    if chunk_tokens < 0:
+        raise ValueError(f"chunk_tokens must be >= 0, got {chunk_tokens}")
+    if entropy not in ("off", "metric", "grad"):
+        raise ValueError(f"entropy must be 'off', 'metric' or 'grad', got {entropy!r}")
+    score = _scorer(head, temperature, entropy)
+    if chunk_tokens == 0:
+        parts = [score(hidden, targets)]
+        return _placed(parts, None, mask, entropy)
+    flat_hidden, flat_targets = hidden[mask], targets[mask]
+    track = torch.is_grad_enabled() and flat_hidden.requires_grad
+    parts = [
+        checkpoint(score, h, t, use_reentrant=False) if track else score(h, t)
+        for h, t in zip(flat_hidden.split(chunk_tokens), flat_targets.split(chunk_tokens))
+    ]
+    return _placed(parts, flat_targets, mask, entropy)
+
+
+def _placed(
+    parts: list[tuple[Tensor, ...]], flat: Tensor | None, mask: Tensor, entropy: str
+) -> tuple[Tensor, Tensor | None]:
+    """The chunks' results in `(B, R)` (from the whole grid when `flat` is None), 0 at masked positions."""
+    columns = [torch.cat([p[k] for p in parts]) if parts else mask.new_zeros(0, dtype=torch.float32)
+               for k in range(1 if entropy == "off" else 2)]
+    if flat is None:
+        placed = [c.masked_fill(~mask, 0.0) for c in columns]
+    else:
+        placed = [c.new_zeros(mask.shape).masked_scatter(mask, c) for c in columns]
+    return placed[0], (placed[1] if entropy != "off" else None)

@@ -28,8 +28,8 @@ def test_vision_passes_give_the_same_states_and_gradients(fam: str, model_cache:
     results = []
     for frames in (0, 2):
         model = load_model(tiny_spec(fam, model_cache, vision_frames_per_pass=frames)).train()
-        calls = []
-        model.model.visual.patch_embed.register_forward_hook(lambda *_: calls.append(1))
+        calls: list[int] = []
+        model.model.visual.patch_embed.register_forward_hook(lambda *_, seen=calls: seen.append(1))
         hidden, _, _ = response_hidden(model, prompts, responses, 0)
         assert len(calls) == (2 if frames == 0 else 4)  # image and video calls; the video's 5 patches as 2 + 2 + 1
         hidden.sum().backward()

@@ -38,7 +38,7 @@ class TrainerSpec(Spec):
     grouped_forward: bool = True
     # Learner log-probs and entropy go through the LM head this many response tokens at a time, each chunk recomputed
     # in the backward, so [tokens, vocab] logits never exist whole (same numbers); 0: the whole logits at once.
-    logprob_chunk_tokens: Annotated[int, Field(ge=0)] = 2048
+    logprob_chunk_tokens: Annotated[int, Field(ge=0)] = 1024
     mini_batches: PositiveInt = 1  # optimizer steps per epoch over a step's batch (groups kept whole)
     epochs: PositiveInt = 1  # passes over a step's batch, against the same old-policy log-probs
     # Pipelined rollouts: the engine generates up to this many steps ahead, with weights as many updates old,

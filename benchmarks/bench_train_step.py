@@ -38,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,14 +51,14 @@ from evr1.data.testclips import write_clip
 from evr1.experiment import Experiment, apply_overrides, build_experiment
 from evr1.experiment_files import load_config
 from evr1.models.tiny import TinyModel
-from evr1.runner.timing import PhaseTimer
+from evr1.runner.loop.timing import PhaseTimer
 from evr1.specs import CacheSpec, DataSpec, ModelSpec, ResourcesSpec, RolloutSpec, TrainerSpec, VideoSpec
 
 STEPS = 6
 
 
 def step_times(tmp: Path, mode: str) -> list[float]:
-    from evr1.runner.train import Trainer, ray_session
+    from evr1.runner.loop.train import Trainer, ray_session
 
     cfg, _ = load_config("quickstart")
     data = tmp / "data"
@@ -72,7 +73,7 @@ def step_times(tmp: Path, mode: str) -> list[float]:
     with ray_session(exp.resources):
         trainer = Trainer(exp, run_dir)  # builds the cache first when a path is set
         trainer.start_workers()
-        trainer.sync_weights(0)
+        trainer.pipeline.sync_now(trainer.workers, 0)
         return [trainer.step(step)["timing/step"] for step in range(1, STEPS + 1)]
 
 
@@ -141,18 +142,16 @@ class Clocks:
     def metrics(self) -> dict[str, dict[str, float]]:
         out = {}
         for name, timer in (("wall", self.wall), ("cpu", self.cpu)):
-            seconds = {k.removeprefix("timing/"): v for k, v in timer.metrics().items()}
-            seconds["update"] -= seconds["old_logprobs"]  # the learner's update includes its old log-probs
-            out[name] = seconds
+            out[name] = {k.removeprefix("timing/"): v for k, v in timer.metrics().items()}
         return out
 
 
 class StepBench:
-    """The workers of one data path and the synchronous step over them (`evr1.runner.train.Trainer.step`'s
+    """The workers of one data path and the synchronous step over them (`evr1.runner.loop.train.Trainer.step`'s
     order, without mixer or KL)."""
 
     def __init__(self, path: str, work: Path, records: list[Record]) -> None:
-        from evr1.runner.actors import LearnerWorker, RewardWorker, RolloutWorker
+        from evr1.runner.ray.actors import LearnerWorker, RewardWorker, RolloutWorker
 
         self.exp = step_experiment(work, "bypass" if path == "live" else "only", per_row=path == "peer-design")
         self.records, root = records, work / "clips"
@@ -167,27 +166,16 @@ class StepBench:
                 prompter.loader = PeerLoader(video, processor, work / "peer", prompter.loader.clock)
         self.rollout.load_weights(self.learner.weights())
 
-    def _timed_old_logprobs(self, clocks: Clocks) -> None:
-        learner = self.learner.learner
-        inner = type(learner).compute_logprobs.__get__(learner)
-
-        def timed(samples):
-            with clocks("old_logprobs"):
-                return inner(samples)
-
-        learner.compute_logprobs = timed
-
     def step(self, step: int) -> tuple[dict[str, dict[str, float]], list[list[int]]]:
         """One step's seconds per phase (wall and CPU) and the responses' token ids (to compare the paths)."""
         from evr1.engines.base import SamplingParams
         from evr1.models.prompts import chat_messages
         from evr1.rewards import RewardInput
-        from evr1.runner.actors import TrainItem
-        from evr1.runner.advantages import compute_advantages
-        from evr1.runner.train import step_seed
+        from evr1.runner.loop.advantage_phase import compute_advantages
+        from evr1.runner.loop.train import step_seed
+        from evr1.runner.ray.actors import TrainItem
 
         exp, clocks, records = self.exp, Clocks(), self.records
-        self._timed_old_logprobs(clocks)
         prompter = self.rollout.prompters["train"]
         with clocks("data"):
             if self.dataset is not None:  # the peer's dataset pass, before the rollout
@@ -215,8 +203,10 @@ class StepBench:
         with clocks("data"):
             for r in records:
                 self.learner.prompter(r)  # memoised for the old log-probs and the update
+        with clocks("old_logprobs"):
+            old = self.learner.old_logprobs(items)
         with clocks("update"):
-            self.learner.update(items)
+            self.learner.update([replace(item, old_logprobs=o) for item, o in zip(items, old)])
         with clocks("sync"):
             self.rollout.load_weights(self.learner.weights())
         return clocks.metrics(), [list(t.token_ids) for _, t in flat]

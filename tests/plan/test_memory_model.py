@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from evr1.plan.architecture import Architecture, PUBLISHED, from_config
+from evr1.plan.architecture import PUBLISHED, Architecture, from_config
 from evr1.plan.memory import Workload, advice, block_elements, estimate, largest_frames, layer_elements, lora_params
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cli_inproc import evr1  # noqa: E402
+from cli_inproc import evr1
 
 MiB = 2**20
 # A made-up model with round numbers, so that every term can be computed by hand below.

@@ -9,11 +9,18 @@ reentrant), so no more than one chunk's `[c, vocab]` logits and their gradient e
 the forward or the backward; only the hidden states `[tokens, hidden]` and the head's weight
 gradient are whole. `chunk_tokens == 0` makes the whole `[tokens, vocab]` logits (the unchunked
 path, kept as the reference and for `TrainerSpec.logprob_chunk_tokens = 0`).
+
+`kernel="liger"` computes the log-probs with liger-kernel's fused linear cross-entropy (Triton, CUDA
+only): per-token `-CE` of `(h / T) W^T`, which never makes the logits either (the states are scaled
+by 1/T, not the head, so no copy of the head is made; equal to `head(h) / T` to float rounding).
+It has no entropy: a metric entropy comes from the chunked torch path without gradients, and an
+entropy with gradients (an entropy bonus) keeps the torch path for both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -48,16 +55,28 @@ def token_scores(
     temperature: float = 1.0,
     chunk_tokens: int = 0,
     entropy: str = "off",
+    kernel: str = "torch",
 ) -> tuple[Tensor, Tensor | None]:
     """Log-probs `(B, R)` of `targets` and, unless `entropy == "off"`, the entropy `(B, R)`; 0 where `~mask`.
 
     `hidden (B, R, H)`: the states that predict each target (`response_hidden`). `entropy`: "off",
-    "metric" (no gradient) or "grad" (differentiable, for an entropy bonus). Float32 results.
+    "metric" (no gradient) or "grad" (differentiable, for an entropy bonus). `kernel`: "torch" or
+    "liger" (see the module doc). Float32 results.
     """
     if chunk_tokens < 0:
         raise ValueError(f"chunk_tokens must be >= 0, got {chunk_tokens}")
     if entropy not in ("off", "metric", "grad"):
         raise ValueError(f"entropy must be 'off', 'metric' or 'grad', got {entropy!r}")
+    if kernel not in ("torch", "liger"):
+        raise ValueError(f"kernel must be 'torch' or 'liger', got {kernel!r}")
+    if kernel == "liger" and entropy != "grad":
+        logprobs = _liger_logprobs(head, hidden[mask], targets[mask], temperature)
+        placed = logprobs.new_zeros(mask.shape).masked_scatter(mask, logprobs)
+        if entropy == "off":
+            return placed, None
+        with torch.no_grad():
+            return placed, token_scores(head, hidden, targets, mask, temperature=temperature,
+                                        chunk_tokens=chunk_tokens, entropy="metric")[1]
     score = _scorer(head, temperature, entropy)
     if chunk_tokens == 0:
         parts = [score(hidden, targets)]
@@ -69,6 +88,28 @@ def token_scores(
         for h, t in zip(flat_hidden.split(chunk_tokens), flat_targets.split(chunk_tokens))
     ]
     return _placed(parts, flat_targets, mask, entropy)
+
+
+def _liger_logprobs(head: Any, hidden: Tensor, targets: Tensor, temperature: float) -> Tensor:
+    """`log_softmax(head(hidden) / T)[targets]` `(N,)` by liger-kernel's fused linear cross-entropy (CUDA)."""
+    from liger_kernel.transformers.functional import liger_fused_linear_cross_entropy
+
+    scaled = hidden if temperature in (0.0, 1.0) else hidden / temperature
+    loss = liger_fused_linear_cross_entropy(
+        scaled, head.weight, targets, getattr(head, "bias", None), reduction="none", accum_dtype=torch.float32
+    )
+    return -loss.float()
+
+
+def liger_problem(device: torch.device) -> str | None:
+    """Why the liger kernel cannot run on `device` here (None when it can)."""
+    import importlib.util
+
+    if importlib.util.find_spec("liger_kernel") is None:
+        return "TrainerSpec.logprob_kernel='liger' needs liger-kernel: pip install 'evr1[liger]' (a GPU extra)"
+    if device.type != "cuda":
+        return f"TrainerSpec.logprob_kernel='liger' runs on CUDA only (Triton); this learner is on {device.type}: use 'torch'"
+    return None
 
 
 def _placed(

@@ -39,6 +39,9 @@ class TrainerSpec(Spec):
     # Learner log-probs and entropy go through the LM head this many response tokens at a time, each chunk recomputed
     # in the backward, so [tokens, vocab] logits never exist whole (same numbers); 0: the whole logits at once.
     logprob_chunk_tokens: Annotated[int, Field(ge=0)] = 1024
+    # "liger": the log-probs through liger-kernel's fused linear cross-entropy (CUDA only, `pip install evr1[liger]`;
+    # the entropy metric still goes through the chunked torch path, and an entropy bonus keeps torch throughout).
+    logprob_kernel: Literal["torch", "liger"] = "torch"
     mini_batches: PositiveInt = 1  # optimizer steps per epoch over a step's batch (groups kept whole)
     epochs: PositiveInt = 1  # passes over a step's batch, against the same old-policy log-probs
     # Pipelined rollouts: the engine generates up to this many steps ahead, with weights as many updates old,

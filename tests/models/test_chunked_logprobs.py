@@ -133,3 +133,35 @@ def test_chunked_peak_memory_stays_under_one_full_logits_tensor() -> None:
     assert peaks[0] >= 2 * full  # the logits and their gradient at once
     # a chunk's backward holds ~6 [chunk, vocab] tensors (logits, their gradients; 0.5 MiB each) and the head's gradient
     assert peaks[chunk] < full / 2
+
+
+def test_the_liger_kernel_is_refused_where_it_cannot_run(model_cache: Path) -> None:
+    from evr1.errors import ConfigError
+    from evr1.runner.learner.logprobs import LogprobModel
+
+    model = load_model(tiny_spec("qwen2-vl", model_cache))
+    with pytest.raises(ConfigError, match="logprob_kernel='liger' (needs liger-kernel|runs on CUDA only)"):
+        LogprobModel(model, micro_batch_tokens=100, kernel="liger")
+    with pytest.raises(ValueError, match="kernel must be 'torch' or 'liger'"):
+        token_scores(model.lm_head, torch.zeros(1, 1, 64), torch.zeros(1, 1, dtype=torch.long),
+                     torch.ones(1, 1, dtype=torch.bool), kernel="triton")
+
+
+@pytest.mark.gpu
+def test_the_liger_kernel_gives_the_torch_log_probs_and_gradients_on_cuda(model_cache: Path, processor) -> None:
+    pytest.importorskip("liger_kernel")
+    model = load_model(tiny_spec("qwen2.5-vl", model_cache), device="cuda").train()
+    prompts, owner, responses = _rows("qwen2.5-vl", processor)
+    rows = [prompts[o] for o in owner]
+    results = []
+    for kernel in ("torch", "liger"):
+        model.zero_grad(set_to_none=True)
+        hidden, targets, mask = response_hidden(model, rows, responses, 0)
+        lp, ent = token_scores(model.lm_head, hidden, targets, mask, temperature=TEMPERATURE, chunk_tokens=4,
+                               entropy="metric", kernel=kernel)
+        lp.sum().backward()
+        results.append((lp.detach(), ent, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (want_lp, want_ent, want), (got_lp, got_ent, got) = results
+    assert (got_lp - want_lp).abs().max() <= 1e-4 and torch.equal(got_ent, want_ent)
+    for name, grad in want.items():
+        assert (got[name] - grad).norm() <= 1e-3 * grad.norm() + 1e-12, name

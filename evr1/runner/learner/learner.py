@@ -111,6 +111,7 @@ class Learner(LogprobModel):
             autocast=autocast,
             grouped=trainer.grouped_forward,
             chunk_tokens=trainer.logprob_chunk_tokens,
+            kernel=trainer.logprob_kernel,
         )
         self.algo, self.optim_spec, self.trainer = algo, optim, trainer
         self.world_size = distributed.world_size()

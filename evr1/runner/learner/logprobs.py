@@ -26,7 +26,7 @@ from torch import Tensor
 from evr1.errors import ConfigError
 from evr1.models.forward import response_hidden
 from evr1.models.grouped import shared_prefix_hidden
-from evr1.models.logprobs import token_scores
+from evr1.models.logprobs import liger_problem, token_scores
 from evr1.models.prompts import Prompt
 from evr1.runner.learner import distributed
 from evr1.runner.learner.batching import Sample, micro_batches, prefix_micro_batches, share_prompts
@@ -68,7 +68,8 @@ class LogprobModel:
     None for the parameters' dtype. `grouped` (`TrainerSpec.grouped_forward`): each group's prompt is
     computed once per micro-batch and its responses run on its KV cache (`evr1.models.grouped`,
     micro-batches by `prefix_micro_batches`); off, every row is forwarded whole (`response_hidden`).
-    `chunk_tokens` (`TrainerSpec.logprob_chunk_tokens`): response tokens per pass through the head (0: all).
+    `chunk_tokens` (`TrainerSpec.logprob_chunk_tokens`): response tokens per pass through the head (0: all);
+    `kernel` (`TrainerSpec.logprob_kernel`): "torch" or "liger" (CUDA only; refused here otherwise).
     """
 
     def __init__(
@@ -81,9 +82,12 @@ class LogprobModel:
         autocast: torch.dtype | None = None,
         grouped: bool = True,
         chunk_tokens: int = 0,
+        kernel: str = "torch",
     ) -> None:
         if temperature < 0:
             raise ConfigError(f"the sampling temperature must be >= 0, got {temperature}")
+        if kernel == "liger" and (problem := liger_problem(next(model.parameters()).device)) is not None:
+            raise ConfigError(problem)
         self.model = model
         self.micro_batch_tokens = micro_batch_tokens
         self.temperature = temperature
@@ -91,6 +95,7 @@ class LogprobModel:
         self.autocast = autocast
         self.grouped = grouped
         self.chunk_tokens = chunk_tokens
+        self.kernel = kernel
         self.distributed_passes = False  # FSDP: every worker must run the same number of forward passes
 
     @classmethod
@@ -110,7 +115,7 @@ class LogprobModel:
         model.requires_grad_(False)
         return cls(
             model, micro_batch_tokens=trainer.micro_batch_tokens, temperature=temperature, grouped=trainer.grouped_forward,
-            chunk_tokens=trainer.logprob_chunk_tokens,
+            chunk_tokens=trainer.logprob_chunk_tokens, kernel=trainer.logprob_kernel,
         )
 
     @property
@@ -134,7 +139,7 @@ class LogprobModel:
                 hidden, targets, mask = response_hidden(self.model, prompts, responses, self.pad_id)
             logprobs, entropies = token_scores(
                 self.model.lm_head, hidden, targets, mask,
-                temperature=self.temperature, chunk_tokens=self.chunk_tokens, entropy=entropy,
+                temperature=self.temperature, chunk_tokens=self.chunk_tokens, entropy=entropy, kernel=self.kernel,
             )  # fmt: skip
         return logprobs, entropies, mask
 

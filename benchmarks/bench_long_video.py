@@ -5,7 +5,7 @@ vocabulary size (151,936 rows in the head, as the 7B has), a generated video pro
 frames at 112x112 px (16 merged tokens a frame pair), n = 8 responses of 128 tokens, the grouped
 forward. Each point is one learner micro-step (`evr1.plan.measure.measure_step`: forward, log-probs,
 loss, backward, AdamW): its peak tensor bytes (`PeakMemory`, parameters and AdamW moments included)
-and its wall and CPU seconds, with `logprob_chunk_tokens` at the default and at 0 (the whole
+and its wall and CPU seconds, with log-prob chunks of 256 tokens and without (the whole
 `[tokens, vocab]` logits), side by side, with their ratio and the planner's prediction.
 Sequence-parallel rows come with sequence parallelism (issue #31, item 1).
 
@@ -27,10 +27,10 @@ from evr1.models.tiny import TinyModel
 from evr1.plan.architecture import from_config
 from evr1.plan.measure import measure_step
 from evr1.plan.memory import Workload, estimate
-from evr1.specs import ModelSpec, TrainerSpec
+from evr1.specs import ModelSpec
 
 VOCAB, N, RESPONSE_TOKENS, FRAMES = 151_936, 8, 128, (16, 64, 128)
-CHUNK = TrainerSpec().logprob_chunk_tokens
+CHUNK = 256  # of the 1,024 response tokens (the default, 1,024, would be one chunk here)
 MODEL = TinyModel(name="bench-long-video", family="qwen2.5-vl", hidden=128, layers=4, heads=4, seed=0,
                   max_patches=1024, extra={"text": {"vocab_size": VOCAB}})
 

@@ -47,4 +47,5 @@ def workload_of(experiment: Any, arch: Architecture, *, frames: int | None = Non
         chunk_tokens=trainer.logprob_chunk_tokens,
         vision_frames_per_pass=model.vision_frames_per_pass,
         reference=experiment.algo.kl.enabled,
+        entropy_grad=experiment.algo.entropy_coef != 0,
     )

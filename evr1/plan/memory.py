@@ -15,8 +15,9 @@ The model counts the bytes a step holds at its peak, term by term (`Estimate.ter
   log-sum-exp, the MLP's four intermediates); with gradient checkpointing only each layer's input
   (`h`) stays, plus one layer recomputed in full and its gradients. The grouped forward also keeps each layer's
   prompt keys and values, and its response pass one copy of them per row.
-- `logprob chunk`: the head's `[tokens, vocab]` float32 logits and their backward (about 6 such
-  tensors at once), for `logprob_chunk_tokens` tokens, or every response token when that is 0.
+- `logprob chunk`: the head's `[tokens, vocab]` float32 logits and their backward (4 such tensors at
+  once, 5 when the entropy takes gradients: measured with `PeakMemory`), for `logprob_chunk_tokens`
+  tokens, or every response token when that is 0.
 - `vision tower`: per patch and block `11w + heads + 4i + 2` elements (SwiGLU, Qwen2.5-VL) or
   `9w + heads + 2i + 4` (fc-GELU-fc), only each block's input with checkpointing (plus one block
   over one pass of `vision_frames_per_pass`, twice: recomputed, and its gradients), none kept when
@@ -60,6 +61,7 @@ class Workload:
     chunk_tokens: int = 1024  # 0: whole logits
     vision_frames_per_pass: int = 0  # 0: one call
     reference: bool = False  # a KL reference model on the learner
+    entropy_grad: bool = False  # an entropy bonus (`AlgoSpec.entropy_coef != 0`): the entropy takes gradients
 
     @property
     def temporal_patches(self) -> int:
@@ -146,7 +148,8 @@ def _activations(arch: Architecture, w: Workload) -> float:
 
 def _logits(arch: Architecture, w: Workload) -> float:
     tokens = w.rows_per_micro_batch * w.response_tokens
-    return 6 * 4 * arch.vocab * (min(tokens, w.chunk_tokens) if w.chunk_tokens else tokens)
+    copies = 5 if w.entropy_grad else 4
+    return copies * 4 * arch.vocab * (min(tokens, w.chunk_tokens) if w.chunk_tokens else tokens)
 
 
 def _vision(arch: Architecture, w: Workload) -> float:

@@ -79,15 +79,14 @@ def token_scores(
                                         chunk_tokens=chunk_tokens, entropy="metric")[1]
     score = _scorer(head, temperature, entropy)
     if chunk_tokens == 0:
-        parts = [score(hidden, targets)]
-        return _placed(parts, None, mask, entropy)
+        return _placed([score(hidden, targets)], mask, entropy, whole=True)
     flat_hidden, flat_targets = hidden[mask], targets[mask]
     track = torch.is_grad_enabled() and flat_hidden.requires_grad
     parts = [
         checkpoint(score, h, t, use_reentrant=False) if track else score(h, t)
         for h, t in zip(flat_hidden.split(chunk_tokens), flat_targets.split(chunk_tokens))
     ]
-    return _placed(parts, flat_targets, mask, entropy)
+    return _placed(parts, mask, entropy, whole=False)
 
 
 def _liger_logprobs(head: Any, hidden: Tensor, targets: Tensor, temperature: float) -> Tensor:
@@ -112,13 +111,12 @@ def liger_problem(device: torch.device) -> str | None:
     return None
 
 
-def _placed(
-    parts: list[tuple[Tensor, ...]], flat: Tensor | None, mask: Tensor, entropy: str
-) -> tuple[Tensor, Tensor | None]:
-    """The chunks' results in `(B, R)` (from the whole grid when `flat` is None), 0 at masked positions."""
+def _placed(parts: list[tuple[Tensor, ...]], mask: Tensor, entropy: str, *, whole: bool) -> tuple[Tensor, Tensor | None]:
+    """The results in `(B, R)`, 0 at masked positions: `parts` is one grid `(B, R)` (`whole`) or chunks of the
+    valid positions in order."""
     columns = [torch.cat([p[k] for p in parts]) if parts else mask.new_zeros(0, dtype=torch.float32)
                for k in range(1 if entropy == "off" else 2)]
-    if flat is None:
+    if whole:
         placed = [c.masked_fill(~mask, 0.0) for c in columns]
     else:
         placed = [c.new_zeros(mask.shape).masked_scatter(mask, c) for c in columns]

@@ -250,7 +250,7 @@ def report_paths(times: dict[str, list[dict[str, dict[str, float]]]], clock: str
     lines = [f"{clock} seconds per step (median of {len(times['cache'])}): "
              + "".join(f"{k:>13}" for k in (*PHASES, "step"))]
     for path, m in med.items():
-        lines.append(f"  {path:<8}" + " " * 28 + "".join(f"{m[k]:>13.3f}" for k in (*PHASES, "step")))
+        lines.append(f"  {path:<11}" + " " * 25 + "".join(f"{m[k]:>13.3f}" for k in (*PHASES, "step")))
     c, lv, pe, design = (med[p]["step"] for p in PATH_NAMES)
     lines.append(f"  step ratios: live/cache {lv / c:.2f}x, live/peer {lv / pe:.2f}x (the peer reports 1.47x for "
                  f"live/its cache), peer/cache {pe / c:.2f}x; data share of the step: "

@@ -45,7 +45,7 @@ import pytest
 import torch
 from peer_loader import PeerDataset, PeerLoader, build_peer_cache
 
-from evr1.data.prompting import question_text
+from evr1.data.prompting import training_question_text
 from evr1.data.records import MediaRef, Record
 from evr1.data.testclips import write_clip
 from evr1.experiment import Experiment, apply_overrides, build_experiment
@@ -180,7 +180,7 @@ class StepBench:
         with clocks("data"):
             if self.dataset is not None:  # the peer's dataset pass, before the rollout
                 for r in records:
-                    messages = chat_messages(question_text(r, exp.data.prompt), ["video"], exp.data.prompt.system)
+                    messages = chat_messages(training_question_text(r, exp.data.prompt), ["video"], exp.data.prompt.system)
                     text = self.rollout.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
                     self.dataset.read(r, text)
             for r in records:

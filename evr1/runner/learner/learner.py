@@ -7,7 +7,10 @@ temperature and micro-batches) that adds the update of one step:
    rows are trained against their behaviour log-probs; stale online rows, `Sample.staleness > 0`,
    against these, the proximal policy, times a truncated importance weight proximal/behaviour:
    decoupled PPO, see `evr1.algos.offpolicy`): `old_logprobs`, which the driver runs as a pass of
-   its own and hands to `update` (called alone, `update` takes them first);
+   its own and hands to `update` (called alone, `update` takes them first); then the engine–learner
+   mismatch of the online rows (`evr1.runner.learner.mismatch`): measured (`mismatch/...` metrics)
+   and, as `AlgoSpec.rollout_correction` says, corrected: importance weights on the policy-gradient
+   terms, rejected tokens out of the response mask;
 2. for each of `epochs x mini_batches` optimizer steps: the global `Normaliser` (counted on
    every micro-batch of every worker, all-reduced), then forward/backward per micro-batch with
    the registered policy loss (entropy bonus and KL term as the `AlgoSpec` says);
@@ -58,6 +61,7 @@ from evr1.runner.learner import checkpoint, distributed
 from evr1.runner.learner.batching import Sample, mini_batches, share_prompts, stack_rows
 from evr1.runner.learner.learner_stats import StepStats, Weights, merge_steps, stale_counts, stale_metrics
 from evr1.runner.learner.logprobs import LogprobModel, compute_dtype, default_device
+from evr1.runner.learner.mismatch import step_correction
 from evr1.runner.learner.optim import build_optimizer
 from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
 
@@ -74,8 +78,9 @@ class _Rows:
     behaviour: Tensor | None
     ref: Tensor | None
     offline: Tensor
-    mask: Tensor
+    mask: Tensor  # valid tokens the rollout correction did not reject
     staleness: Tensor  # [B] int
+    rollout_weights: Tensor | None = None  # engine-mismatch importance weights (`Sample.rollout_weights`)
 
     def stale(self) -> bool:
         return bool((self.staleness > 0).any())
@@ -212,11 +217,12 @@ class Learner(LogprobModel):
             old = self.old_logprobs(samples)
         elif len(old) != len(samples):
             raise ValueError(f"{len(old)} old log-prob rows for {len(samples)} samples")
+        samples, mismatch = step_correction(samples, old, self.algo.rollout_correction)
         steps = []
         for _ in range(self.trainer.epochs):
             for part in mini_batches(samples, self.trainer.mini_batches):
                 steps.append(self._optimizer_step([samples[i] for i in part], [old[i] for i in part]))
-        metrics = merge_steps(steps)
+        metrics = {**merge_steps(steps), **mismatch}
         local = [float(len(samples)), sum(s.response_tokens for s in samples), sum(s.prompt_tokens for s in samples)]
         local += stale_counts(samples)
         if self.grouped:  # rows whose prompt differs from their group's: forwarded per-row
@@ -250,6 +256,8 @@ class Learner(LogprobModel):
         chosen = [samples[i] for i in indices]
         width = max(s.response_tokens for s in chosen)
         lengths = torch.tensor([s.response_tokens for s in chosen])
+        mask = torch.arange(width)[None, :] < lengths[:, None]
+        kept = stack_rows([None if s.loss_mask is None else s.loss_mask.float() for s in chosen], width, missing=1.0)
         return _Rows(
             indices=indices,
             old=stack_rows([old[i] for i in indices], width),
@@ -257,8 +265,9 @@ class Learner(LogprobModel):
             behaviour=stack_rows([s.behaviour_logprobs for s in chosen], width),
             ref=stack_rows([s.ref_logprobs for s in chosen], width),
             offline=torch.tensor([s.offline for s in chosen]),
-            mask=torch.arange(width)[None, :] < lengths[:, None],
+            mask=mask if kept is None else mask & kept.bool(),
             staleness=torch.tensor([s.staleness for s in chosen]),
+            rollout_weights=stack_rows([s.rollout_weights for s in chosen], width, missing=1.0),
         )
 
     def _normaliser(self, rows: Sequence[_Rows], media: bool) -> tuple[Normaliser, bool]:
@@ -285,6 +294,9 @@ class Learner(LogprobModel):
         }
         if rows.stale():  # passed only when some row is stale, as the registry's convention says
             optional["staleness"] = rows.staleness.to(device)
+        if rows.rollout_weights is not None:  # passed only when the rollout correction weights
+            optional["rollout_weights"] = rows.rollout_weights.to(device)
+        mask = mask & rows.mask.to(device)  # without the tokens the rollout correction rejected
         loss, metrics = self.loss_fn(
             logprobs, rows.old.to(device), rows.advantages.to(device), mask,
             spec=self.algo, normaliser=normaliser, offline=rows.offline.to(device), entropy=entropy,

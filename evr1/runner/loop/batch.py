@@ -11,7 +11,7 @@ workers are sent, one `TrainItem` per row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +64,8 @@ class StepBatch:
     sampled_rewards: SampledRewards | None = None
     baselines: list[float] | None = None
 
-    def with_rows(self, rows: Sequence[Row], **changes: Any) -> StepBatch:
+    def with_rows(self, rows: Iterable[Row], **changes: Any) -> StepBatch:
+        """This batch with these rows (and any other field `changes`)."""
         return replace(self, rows=list(rows), **changes)
 
     @property
@@ -90,4 +91,5 @@ def response_metrics(rows: Sequence[Row]) -> dict[str, float]:
 
     lengths = torch.tensor([len(r.trajectory) for r in rows], dtype=torch.float32)
     stopped = sum(r.trajectory.finish_reason == "stop" for r in rows) / len(rows)
-    return {"response/length": float(lengths.mean()), "response/stop_frac": stopped, "tokens/response": float(lengths.sum())}
+    return {"response/length": float(lengths.mean()), "response/stop_frac": stopped,
+            "tokens/response": float(lengths.sum())}

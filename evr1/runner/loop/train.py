@@ -33,13 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from evr1.experiment import Experiment
-from evr1.experiment_files import ExperimentSource, import_source
-from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message
+from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, import_source
+from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message, run_label
 from evr1.runner.loop.batch import Row, StepBatch, response_metrics
 from evr1.runner.loop.data_failures import FAILURES_FILE, DataFailures
+from evr1.runner.loop.mismatch_report import MismatchReport
 from evr1.runner.loop.pipeline import Generation, Pipeline, Responses, load_in_flight, save_in_flight
 from evr1.runner.loop.resume import discard_evaluations, load_checkpoint, save_checkpoint
 from evr1.runner.loop.reward_phase import Scorer, greedy_baselines, sample_row
+from evr1.runner.loop.validation import split_metrics
 from evr1.runner.ray.cluster import ray_session
 from evr1.runner.ray.workers import TrainingError, Workers, get, start_workers
 
@@ -70,8 +72,10 @@ class Trainer:
         if source is not None:
             import_source(source)
         self.exp, self.run_dir, self.source = exp, Path(run_dir), source
+        self.title = run_label(exp, source.variant if source is not None else DEFAULT_VARIANT)  # report, plot, bar
         self.current_step = 0
         self.pipeline = Pipeline(exp.trainer.max_staleness, exp.trainer.steps)
+        self.mismatch = MismatchReport(exp)  # the engine-learner mismatch: metric names, one-time warning
         if exp.data.synth is not None:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
@@ -173,6 +177,7 @@ class Trainer:
         with timer("update"):
             batch = self.old_logprobs(batch)
             metrics |= self.update(batch)
+        self.mismatch.report(metrics)  # mismatch/<engine>/..., and the warning once
         if self.kl is not None and "kl/mean" in metrics:  # the reward penalty's coefficient adapts to the step's KL
             metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(batch.training))
         with timer("sync"):
@@ -214,7 +219,8 @@ class Trainer:
         from evr1.data.mixers import Trajectory
 
         if self.mixer is None:
-            return batch.with_rows(Row(g, Trajectory.online(r)) for g, group in enumerate(batch.sampled) for r in group), {}
+            rows = [Row(g, Trajectory.online(r)) for g, group in enumerate(batch.sampled) for r in group]
+            return batch.with_rows(rows), {}
         scored = None
         if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
             scored = self.scorer.online_accuracy(batch.records, batch.sampled, batch.step, batch.shown)
@@ -232,7 +238,8 @@ class Trainer:
         scored = batch.sampled_rewards  # every sampled response's, when the mixer kept only some of them
         sampled = (scored.inputs, scored.outputs) if scored is not None else None
         metrics = reward_metrics(self.router, inputs, outputs, [row.offline for row in batch.rows], sampled)
-        return batch.with_rows(replace(r, reward_input=i, reward=o) for r, i, o in zip(batch.rows, inputs, outputs)), metrics
+        rows = [replace(row, reward_input=i, reward=o) for row, i, o in zip(batch.rows, inputs, outputs)]
+        return batch.with_rows(rows), metrics
 
     def reference(self, batch: StepBatch) -> StepBatch:
         """Each row's log-probs under the KL reference."""
@@ -251,8 +258,8 @@ class Trainer:
         exp = self.exp
         baselines = [batch.baselines[row.group] for row in batch.rows] if batch.baselines is not None else None
         result = compute_advantages(
-            exp.algo, batch.items(), [row.reward for row in batch.rows], self.kl, max_length=exp.rollout.max_response_tokens,
-            reward=exp.reward, baselines=baselines,
+            exp.algo, batch.items(), [row.reward for row in batch.rows], self.kl,
+            max_length=exp.rollout.max_response_tokens, reward=exp.reward, baselines=baselines,
         )  # fmt: skip
         rows = [replace(row, advantages=a, trains=k) for row, a, k in zip(batch.rows, result.per_item, result.keep)]
         return batch.with_rows(rows), result.metrics
@@ -279,7 +286,8 @@ class Trainer:
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, step: int) -> dict[str, float]:
-        """Greedy accuracy and score on every validation split (a record whose media failed counts as wrong)."""
+        """Greedy accuracy and score on every validation split, and per problem type (a record whose media failed
+        counts as wrong; `evr1.runner.loop.validation`)."""
         metrics: dict[str, float] = {}
         for split in self.vals:
             records = [r for r in split.records if not self.failures.skipped(split.name, r.id)]
@@ -291,9 +299,7 @@ class Trainer:
             texts = [g[0].text for i, g in enumerate(groups) if i not in failed]
             records = [r for i, r in enumerate(records) if i not in failed]
             _, outputs = self.scorer.score(records, texts, [r.id for r in records], step, shown)
-            total = len(split.records)
-            metrics[f"val/{split.name}/accuracy"] = sum(o.components.get("accuracy", 0.0) for o in outputs) / total
-            metrics[f"val/{split.name}/score"] = sum(o.score for o in outputs) / total
+            metrics.update(split_metrics(split.name, split.records, records, outputs))
             if self.failures.count(split.name):
                 metrics[f"val/{split.name}/failed_records"] = float(self.failures.count(split.name))
         return metrics
@@ -303,7 +309,7 @@ class Trainer:
         """Checkpoint after `step` steps (`evr1.runner.loop.resume`)."""
         state = {"sampler": self.sampler.state_dict(), "kl_coef": self.kl.value if self.kl else None,
                  "failed_records": self.failures.state_dict(), "updates": self.pipeline.updates}
-        in_flight = list(self.pipeline.pending)  # generated with weights this checkpoint does not hold: stored as they are
+        in_flight = list(self.pipeline.pending)  # made with weights this checkpoint does not hold: stored as they are
         write = (lambda folder: save_in_flight(folder, in_flight)) if in_flight else None
         return save_checkpoint(self.run_dir, step, self.workers, state, write)
 
@@ -343,7 +349,7 @@ class Trainer:
         if start == 0 and t.val_every:
             logger.log(0, self.validate(0))
         self.pipeline.fill(start, self.launch)
-        bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.exp.name, unit="step")
+        bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.title, unit="step")
         try:
             for step in bar:
                 self.current_step = step
@@ -368,7 +374,7 @@ class Trainer:
             if getattr(exc, "metrics", None):
                 logger.log(self.current_step, exc.metrics)
             logger.close()
-            write_report(self.run_dir, read_metrics(self.run_dir), self.exp.name)
+            write_report(self.run_dir, read_metrics(self.run_dir), self.title)
             raise
         logger.close()
         self.pipeline.wait(t.steps)
@@ -376,7 +382,7 @@ class Trainer:
         get([w.export.remote(str(final)) for w in self.workers.learners], t.steps, "learner (export)")
         self.workers.learner_dir_seen(final, "export")
         rows = read_metrics(self.run_dir)
-        write_report(self.run_dir, rows, self.exp.name)
+        write_report(self.run_dir, rows, self.title)
         return rows
 
 

@@ -175,6 +175,7 @@ def _samples(prompter: Any, items: Sequence[TrainItem]) -> list[Any]:
             group_id=item.group_id,
             ref_logprobs=item.ref_logprobs,
             staleness=item.staleness,
+            problem_type=str(item.record.problem_type),
         )
         for item in items
     ]

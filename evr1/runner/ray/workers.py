@@ -100,8 +100,8 @@ class Workers:
         """Each item's log-probs under the learners' current weights (the old policy of the coming update), in
         order; every learner scores the shard it will train on."""
         shards = self._shards(items)
-        results = get([w.old_logprobs.remote(s) for w, s in zip(self.learners, shards)], step, "learner (old log-probs)")
-        return in_order(items, shards, results)
+        calls = [w.old_logprobs.remote(s) for w, s in zip(self.learners, shards)]
+        return in_order(items, shards, get(calls, step, "learner (old log-probs)"))
 
     def reference_logprobs(self, items: Sequence[Any], step: int) -> list[Any]:
         """Each item's KL reference log-probs, in order: from the reference worker, or with LoRA from the learners

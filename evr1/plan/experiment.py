@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evr1.data.media import frame_pixel_limits
+from evr1.data.frame_sampling import frame_pixel_limits
 from evr1.plan.architecture import Architecture
 from evr1.plan.memory import Workload, lora_params
 

@@ -1,12 +1,12 @@
 """The shared-prefix forward: each distinct prompt (with its media) once, its responses on its KV cache.
 
-`shared_prefix_logits` gives what `forward.response_logits` gives for the same rows (same logits
-to float rounding, same layout `(B, R, V)`), at the cost of each distinct prompt once instead of
-once per row. Two forward calls:
+`shared_prefix_hidden` gives what `forward.response_hidden` gives for the same rows (same states
+to float rounding, same layout `(B, R, H)`; `shared_prefix_logits` the same for logits), at the cost
+of each distinct prompt once instead of once per row. Two forward calls:
 
 1. the distinct prompts, left-padded, with their media and explicit M-RoPE positions
    (`rope_positions`, so the model's stateful rope deltas are never read), keeping each layer's
-   keys and values (with grad when enabled) and the logits of each prompt's last position, which
+   keys and values (with grad when enabled) and the hidden state of each prompt's last position, which
    predict the first response token;
 2. every row's response tokens but its last, on its prompt's keys and values (gathered per row,
    or a view of them when the micro-batch has one prompt; never recomputed), at positions
@@ -32,7 +32,7 @@ import torch
 from transformers.cache_utils import Cache, DynamicLayer
 from transformers.modeling_layers import GradientCheckpointingLayer
 
-from evr1.models.forward import collate, rope_positions, temper
+from evr1.models.forward import collate, head_off, rope_positions, temper
 from evr1.models.prompts import Prompt
 
 
@@ -85,17 +85,15 @@ def _cache_under_checkpointing(model: Any) -> Iterator[None]:
                 m._can_checkpoint_with_cache = value
 
 
-def shared_prefix_logits(
+def shared_prefix_hidden(
     model: Any,
     prompts: Sequence[Prompt],
     owner: Sequence[int],
     responses: Sequence[Sequence[int] | torch.Tensor],
     pad_id: int,
-    *,
-    temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Tempered logits `(B, R, V)` predicting each token of `responses[b]` after `prompts[owner[b]]`,
-    the targets `(B, R)` and their mask `(B, R)`, as `response_logits` gives for the same rows.
+    """Last hidden states `(B, R, H)` predicting each token of `responses[b]` after `prompts[owner[b]]`,
+    the targets `(B, R)` and their mask `(B, R)`, as `response_hidden` gives for the same rows.
 
     `prompts` are the distinct prompts; `owner[b]` is the index of row b's prompt. Always two forward
     calls (FSDP workers must run the same number), even when every response has one token.
@@ -112,13 +110,13 @@ def shared_prefix_logits(
     targets = targets.to(device)
     mask = torch.arange(width, device=device)[None, :] < lengths[:, None]
     if width == 0:
-        return torch.zeros(len(resp), 0, model.config.get_text_config().vocab_size, device=device), targets, mask
+        return torch.zeros(len(resp), 0, model.config.get_text_config().hidden_size, device=device), targets, mask
     rows = torch.as_tensor(list(owner), dtype=torch.long, device=device)
     batch = collate(prompts, pad_id, model.config).to(device)
     positions, deltas = rope_positions(model, batch)
     layers = model.config.get_text_config().num_hidden_layers
     recorded = Cache(layers=[_Recorder() for _ in range(layers)])
-    with _cache_under_checkpointing(model):
+    with _cache_under_checkpointing(model), head_off(model):
         first = model(**batch.model_inputs(model.dtype), position_ids=positions, past_key_values=recorded,
                       use_cache=False, logits_to_keep=1).logits[:, -1]
         prefix = Cache(layers=[_Prefix(_per_row(r.keys, rows), _per_row(r.values, rows)) for r in recorded.layers])
@@ -136,6 +134,18 @@ def shared_prefix_logits(
             past_key_values=prefix,
             use_cache=False,
         ).logits
-    logits = torch.cat([first[rows][:, None], rest[:, : width - 1]], dim=1)
-    return temper(logits, temperature), targets, mask
+    return torch.cat([first[rows][:, None], rest[:, : width - 1]], dim=1), targets, mask
 
+
+def shared_prefix_logits(
+    model: Any,
+    prompts: Sequence[Prompt],
+    owner: Sequence[int],
+    responses: Sequence[Sequence[int] | torch.Tensor],
+    pad_id: int,
+    *,
+    temperature: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Tempered logits `(B, R, V)` of `shared_prefix_hidden`'s rows, as `response_logits` gives for them."""
+    hidden, targets, mask = shared_prefix_hidden(model, prompts, owner, responses, pad_id)
+    return temper(model.lm_head(hidden), temperature), targets, mask

@@ -55,6 +55,9 @@ class ModelSpec(Spec):
     attn_implementation: Literal["auto", "sdpa", "flash_attention_2", "eager"] = "auto"
     freeze_vision: bool = False
     gradient_checkpointing: bool = False
+    # The vision tower runs at most this many temporal patches (frame pairs) per call, concatenating the outputs
+    # (exact: its attention never crosses a temporal patch); 0: all of a micro-batch's media in one call.
+    vision_frames_per_pass: Annotated[int, Field(ge=0)] = 0
     cache_dir: str | None = None
     lora: LoraSpec | None = None
 

@@ -132,7 +132,8 @@ class RecordPrompter:
             self.media_loaded += len(media)
             self.cache_hits += sum(m.cache_hit for m in media)
             messages = chat_messages(question_text(record, self.spec), [m.kind for m in media], self.spec.system)
-            prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media], chat_template=self.chat_template)
+            prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media],
+                                  chat_template=self.chat_template, thinking=self.spec.thinking)
             if self.max_tokens is not None and len(prompt) > self.max_tokens:
                 raise MediaLoadError(too_long(record, len(prompt), self.max_tokens))
             self._memo[record.id] = prompt

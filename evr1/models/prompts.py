@@ -118,6 +118,7 @@ def build_prompt(
     add_generation_prompt: bool = True,
     chat_template: str | None = None,
     answer_prefix: str = "",
+    thinking: bool | None = None,
 ) -> Prompt:
     """Render `messages` with the chat template (`chat_template`, a Jinja text, else the processor's own)
     and expand its media placeholders.
@@ -126,6 +127,7 @@ def build_prompt(
     order as `media`, or a plain question (then the media come first, in order). Each media item
     is the output of the family's image or video processor for one image or video. `answer_prefix` is text
     put at the start of the assistant's turn, after the template's generation prompt (e.g. "Answer:").
+    `thinking` is passed to the template as `enable_thinking` (Qwen3.5's switch) unless None.
     """
     import torch
 
@@ -133,8 +135,9 @@ def build_prompt(
     kinds = [_kind(item, i) for i, item in enumerate(media)]
     if isinstance(messages, str):
         messages = chat_messages(messages, kinds)
+    switch = {} if thinking is None else {"enable_thinking": thinking}
     text = processor.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=add_generation_prompt,
-                                         chat_template=chat_template) + answer_prefix
+                                         chat_template=chat_template, **switch) + answer_prefix
 
     video_items = [_video_inputs(processor, fam, m, i) for i, (m, k) in enumerate(zip(media, kinds)) if k == "video"]
     image_items = [_image_inputs(m) for m, k in zip(media, kinds) if k == "image"]

@@ -1,9 +1,17 @@
-"""The shared-prefix forward against the per-row one: same log-probs and gradients, all three families.
+"""The shared-prefix forward against the per-row one: same log-probs and gradients, every family.
 
 Float32, a random-init model a little larger than the default tiny one, prompts with longer
 videos (and an image, and none), groups of several sizes whose responses have different lengths
 (one of a single token). Acceptance: per-token log-probs within 1e-5, each parameter's summed
 gradient within 1e-4 relative (its norm), with and without HF gradient checkpointing.
+
+Qwen3.5 (hybrid: two Gated DeltaNet layers, then a full-attention one) meets that for every
+parameter but the two that set the linear layers' decay, `A_log` and `dt_bias`, held to 1e-3: their
+gradients go through transformers' float32 chunked delta rule (float32 whatever the model's dtype),
+whose triangular solve loses about 3e-4 of them between HF's own padded batch and single rows of
+the same inputs. Measured once with that kernel patched to float64: batched vs single rows 1e-12,
+grouped vs single rows 2e-7 (the float32 casts elsewhere in the layer), so the grouped states are
+exact and the gap is the kernel's rounding, which a chunk boundary moved by the split changes.
 """
 
 from __future__ import annotations
@@ -64,9 +72,16 @@ def test_grouped_forward_matches_per_row(fam: str, mid) -> None:
     _check_against_per_row(fam, *mid, checkpointing=False)
 
 
-def test_grouped_forward_matches_per_row_under_gradient_checkpointing(model_cache: Path) -> None:
-    """HF drops a checkpointed layer's cache in training; the grouped forward keeps its own (Qwen3-VL: deepstack)."""
-    _check_against_per_row("qwen3-vl", *_mid("qwen3-vl", model_cache), checkpointing=True)
+@pytest.mark.parametrize("family", ["qwen3-vl", "qwen3.5"])
+def test_grouped_forward_matches_per_row_under_gradient_checkpointing(family: str, model_cache: Path) -> None:
+    """HF drops a checkpointed layer's cache in training; the grouped forward keeps its own (Qwen3-VL: deepstack;
+    Qwen3.5: the recorded conv and recurrent states)."""
+    _check_against_per_row(family, *_mid(family, model_cache), checkpointing=True)
+
+
+def _tolerance(name: str) -> float:
+    """1e-4 relative, but 1e-3 for the decay parameters of Qwen3.5's linear attention (see the module docstring)."""
+    return 1e-3 if name.endswith(("linear_attn.A_log", "linear_attn.dt_bias")) else 1e-4
 
 
 def _check_against_per_row(fam: str, spec: ModelSpec, processor, *, checkpointing: bool) -> None:
@@ -87,7 +102,7 @@ def _check_against_per_row(fam: str, spec: ModelSpec, processor, *, checkpointin
     assert got_grads.keys() == want_grads.keys()
     assert any(".visual." in n for n in want_grads) and len(want_grads) == len(list(model.parameters()))
     for name, want in want_grads.items():
-        assert (got_grads[name] - want).norm() <= 1e-4 * want.norm() + 1e-12, name
+        assert (got_grads[name] - want).norm() <= _tolerance(name) * want.norm() + 1e-12, name
 
 
 def test_grouped_forward_tempers_and_handles_one_token_responses(fam: str, mid) -> None:

@@ -102,8 +102,8 @@ def test_byte_level_tokenizer_round_trips_any_text(processor) -> None:
         ),
         (  # Qwen3.5 thinks by default: its generation prompt opens the thinking block
             "qwen3.5",
-            "<|im_start|>user\n<|vision_start|><|video_pad|><|vision_end|>Why?<|im_end|>\n<|im_start|>assistant\n"
-            "<think>\n",
+            ("<|im_start|>user\n<|vision_start|><|video_pad|><|vision_end|>Why?<|im_end|>\n<|im_start|>assistant\n"
+             "<think>\n"),
         ),
     ],
 )

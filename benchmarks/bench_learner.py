@@ -30,8 +30,8 @@ import torch
 from evr1.models import build_prompt, load_processor
 from evr1.models.testing import process_video, random_frames, tiny_spec, video_prompts
 from evr1.models.tiny import TinyModel
-from evr1.runner.batching import Sample
-from evr1.runner.learner import Learner
+from evr1.runner.learner.batching import Sample
+from evr1.runner.learner.learner import Learner
 from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
 
 FAMILY = "qwen2.5-vl"

@@ -45,14 +45,14 @@ from evr1.data.testclips import write_clip
 from evr1.experiment import Experiment, apply_overrides, build_experiment
 from evr1.experiment_files import load_config
 from evr1.models.tiny import TinyModel
-from evr1.runner.timing import PhaseTimer
+from evr1.runner.loop.timing import PhaseTimer
 from evr1.specs import CacheSpec, DataSpec, ModelSpec, ResourcesSpec, RolloutSpec, TrainerSpec, VideoSpec
 
 STEPS = 6
 
 
 def step_times(tmp: Path, mode: str) -> list[float]:
-    from evr1.runner.train import Trainer, ray_session
+    from evr1.runner.loop.train import Trainer, ray_session
 
     cfg, _ = load_config("quickstart")
     data = tmp / "data"
@@ -141,11 +141,11 @@ class Clocks:
 
 
 class StepBench:
-    """The workers of one data path and the synchronous step over them (`evr1.runner.train.Trainer.step`'s
+    """The workers of one data path and the synchronous step over them (`evr1.runner.loop.train.Trainer.step`'s
     order, without mixer or KL)."""
 
     def __init__(self, path: str, work: Path, records: list[Record]) -> None:
-        from evr1.runner.actors import LearnerWorker, RewardWorker, RolloutWorker
+        from evr1.runner.ray.actors import LearnerWorker, RewardWorker, RolloutWorker
 
         self.exp = step_experiment(work, "bypass" if path == "live" else "only")
         self.records, root = records, work / "clips"
@@ -175,9 +175,9 @@ class StepBench:
         from evr1.engines.base import SamplingParams
         from evr1.models.prompts import chat_messages
         from evr1.rewards import RewardInput
-        from evr1.runner.actors import TrainItem
-        from evr1.runner.advantages import compute_advantages
-        from evr1.runner.train import step_seed
+        from evr1.runner.loop.advantage_phase import compute_advantages
+        from evr1.runner.loop.train import step_seed
+        from evr1.runner.ray.actors import TrainItem
 
         exp, clocks, records = self.exp, Clocks(), self.records
         self._timed_old_logprobs(clocks)

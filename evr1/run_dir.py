@@ -42,6 +42,7 @@ FINAL_MODEL = "final_model"
 CHECKPOINTS = "checkpoints"
 TRAINER_STATE = "trainer.json"  # written last: a checkpoint folder holding it is complete
 SAMPLES_FILE = "samples.jsonl"
+METRICS_FILE = "metrics.jsonl"  # one JSON row per logged step
 
 TRACKED_PACKAGES = (
     "evr1", "torch", "torchvision", "transformers", "pydantic", "fiddle", "ray", "lmdb", "av",
@@ -94,8 +95,6 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
 
 def check_unused(run_dir: Path) -> None:
     """Refuse a directory that already holds a run (its config, metrics, samples or checkpoints)."""
-    from evr1.runner.metrics import METRICS_FILE
-
     found = [name for name in (CONFIG_FILE, METRICS_FILE, SAMPLES_FILE, CHECKPOINTS) if (Path(run_dir) / name).exists()]
     if found:
         raise ConfigError(
@@ -346,10 +345,14 @@ def load_experiment(run_dir: Path) -> Experiment:
     return load_run(run_dir)[0]
 
 
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """All logged rows of a run's `metrics.jsonl`, in order (none when it has none yet)."""
+    path = Path(run_dir) / METRICS_FILE
+    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
+
+
 def finished(run_dir: Path, steps: int) -> bool:
     """Whether the run in `run_dir` trained all `steps` steps and exported its final model."""
-    from evr1.runner.metrics import read_metrics
-
     run_dir = Path(run_dir)
     if not (run_dir / FINAL_MODEL).is_dir():
         return False
@@ -369,8 +372,6 @@ def resume_message(run_dir: Path, save_every: int) -> str:
 
 def stopped_step(run_dir: Path) -> int:
     """The step a run stopped in: the one after its last logged step (0: before step 1 was logged)."""
-    from evr1.runner.metrics import read_metrics
-
     rows = read_metrics(Path(run_dir))
     return rows[-1]["step"] + 1 if rows else 0
 

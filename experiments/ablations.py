@@ -12,7 +12,7 @@ variants and plots them splits it by modality into `OUT/val_splits/quickstart/va
 `val_image.jsonl` (does image data help on video, and does a video-only model answer image
 questions?); `evr1 run ablations:<variant>` alone validates on the whole file:
 
-    python -m evr1.runner.ablations --out runs/ablations --plot docs/ablations.png --steps 150 --val-every 25
+    python -m evr1.cli.ablations --out runs/ablations --plot docs/ablations.png --steps 150 --val-every 25
 """
 
 import fiddle as fdl

@@ -55,7 +55,7 @@ PY
   part gpu_check "${GPU_CHECK_S:-240}" bash scripts/gpu_check.sh "${tiny[@]}"
   local pytest=("$PY" -m pytest -p no:cacheprovider -rs -q)
   part hf_engine_tests "${HF_TESTS_S:-110}" "${pytest[@]}" --junitxml="$OUT/junit_hf_engine.xml" tests/engines/test_hf_engine_gpu.py
-  part learner_tests "${LEARNER_TESTS_S:-100}" "${pytest[@]}" --junitxml="$OUT/junit_learner.xml" tests/runner/test_learner_gpu.py
+  part learner_tests "${LEARNER_TESTS_S:-100}" "${pytest[@]}" --junitxml="$OUT/junit_learner.xml" tests/runner/learner/test_learner_gpu.py
 
   if [ ${#failed[@]} -gt 0 ]; then
     echo "device_check: FAILED: ${failed[*]}"

@@ -37,8 +37,8 @@ from evr1.engines import SamplingParams
 from evr1.engines.hf import HFEngine
 from evr1.models import load_model, load_processor
 from evr1.models.tiny import TinyModel
-from evr1.runner.batching import Sample
-from evr1.runner.learner import Learner
+from evr1.runner.learner.batching import Sample
+from evr1.runner.learner.learner import Learner
 from evr1.specs import AlgoSpec, CacheSpec, ImageSpec, ModelSpec, OptimSpec, PromptSpec, TrainerSpec, VideoSpec
 
 PHASES = ("media", "rollout", "learn", "sync")

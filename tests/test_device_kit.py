@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
-ENTRIES = ("scripts/gpu_check.py", "tests/engines/test_hf_engine_gpu.py", "tests/runner/test_learner_gpu.py")
+ENTRIES = ("scripts/gpu_check.py", "tests/engines/test_hf_engine_gpu.py", "tests/runner/learner/test_learner_gpu.py")
 # Lazy imports inside modules the check loads, on paths it never takes there (rewards are random,
 # video is decoded with PyAV): they need not be on the machine.
 OFF_THE_PATH = {

@@ -27,7 +27,7 @@ Every offline row's policy-gradient term is scaled by `OffPolicySpec.loss_weight
 row's staleness is ignored (it is already trained against its own behaviour policy).
 
 `pi`, `pi_old` and `pi_prox` are the policy's sampling distribution at the rollout temperature T,
-`log_softmax(logits / T)` over the whole vocabulary (`evr1.runner.learner`), so a behaviour
+`log_softmax(logits / T)` over the whole vocabulary (`evr1.runner.learner.logprobs`), so a behaviour
 log-prob `mu` must be of the same kind: the behaviour policy's log-prob of the token at
 the temperature T of this run (no top-k/top-p renormalisation), or NaN where unknown. Log-probs
 taken at another temperature make `pi / mu` and `pi_prox / mu` wrong on every token.

@@ -23,7 +23,7 @@ def _settings(experiment: str, data: list[Path] | None, overrides: list[str] | N
     An experiment's data are its training split and each validation file, every one with its own
     media root, as training reads them; `--data` files are one split under one root.
     """
-    from evr1.runner.datasets import Split, ensure_synthetic, train_split, val_splits
+    from evr1.runner.loop.datasets import Split, ensure_synthetic, train_split, val_splits
     from evr1.specs import DataSpec, ImageSpec, VideoSpec
 
     model = None

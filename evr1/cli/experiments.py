@@ -166,7 +166,7 @@ def run(
     """Validate an experiment, write its run directory, and train."""
     from evr1.models.loading import check_model_name
     from evr1.run_dir import check_unused, new_run_dir, write_run_dir
-    from evr1.runner.cluster import outside_job_copy
+    from evr1.runner.ray.cluster import outside_job_copy
 
     if update_code and resume is None:
         raise ConfigError("--update-code goes with --resume RUN_DIR: a new run copies the current experiment file anyway")
@@ -211,7 +211,7 @@ def run(
         console.print(f"{'dry run' if dry_run else 'prepared'}: {done}; not training."
                       + (f" Start it with `evr1 run --resume {target}`." if prepare else ""))
         return
-    if importlib.util.find_spec("evr1.runner.train") is None:
+    if importlib.util.find_spec("evr1.runner.loop.train") is None:
         console.print("[yellow]the training loop is not built yet (issue #6): the plan above is what it will run.[/yellow]")
         return
     _train(experiment, target, resume is not None, source)
@@ -335,7 +335,7 @@ def _train(experiment, target: Path, resume: bool, source) -> None:
     """Train, recording in `run.json` that the run is running, then finished, interrupted or failed; a failure
     ends with one line saying where the run stopped and how to resume it."""
     from evr1.run_dir import SOURCE_FILE, failed_message, log_event, original_source, process_info, stopped_step
-    from evr1.runner.train import train
+    from evr1.runner.loop.train import train
 
     log_event(target, "running", resumed=resume, **process_info())
     try:

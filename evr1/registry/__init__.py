@@ -22,8 +22,8 @@ from evr1.registry.base import (
 )
 
 # How evr1 calls each registry's entries (the call sites: evr1/rewards/execution.py,
-# evr1/runner/advantages.py, evr1/runner/learner.py, evr1/runner/train.py, evr1/runner/actors.py,
-# evr1/eval/responders.py, evr1/eval/lmms/model.py, evr1/models/loading.py).
+# evr1/runner/loop/advantage_phase.py, evr1/runner/learner/learner.py, evr1/runner/loop/train.py,
+# evr1/runner/ray/actors.py, evr1/eval/responders.py, evr1/eval/lmms/model.py, evr1/models/loading.py).
 CONVENTIONS: dict[str, Convention] = {
     "rewards": Convention(text="fn(inputs, spec) -> list (or @per_sample fn(input, spec))", positional=("inputs", "spec")),
     "advantages": Convention(

@@ -25,7 +25,7 @@ def test_quickstart_cache_build_fills_every_split(tmp_path: Path) -> None:
     from evr1.experiment import apply_overrides, build_experiment
     from evr1.experiment_files import load_config
     from evr1.models import load_processor
-    from evr1.runner.datasets import train_split, val_splits
+    from evr1.runner.loop.datasets import train_split, val_splits
 
     data = tmp_path / "data"
     sets = [

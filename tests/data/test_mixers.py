@@ -20,7 +20,7 @@ from evr1.models import load_processor
 from evr1.models.testing import tiny_spec
 from evr1.registry import MIXERS
 from evr1.rewards import RewardRouter
-from evr1.runner.scoring import reward_input
+from evr1.runner.loop.reward_phase import reward_input
 from evr1.specs import MixerSpec, RewardSpec
 
 ROOT = Path(__file__).resolve().parents[2]

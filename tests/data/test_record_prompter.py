@@ -18,7 +18,7 @@ from evr1.models.families import family
 from evr1.models.testing import tiny_spec
 from evr1.rewards import spatio_temporal, temporal_grounding
 from evr1.rewards.contract import Shown
-from evr1.runner.scoring import reward_input
+from evr1.runner.loop.reward_phase import reward_input
 from evr1.specs import CacheSpec, ImageSpec, PromptSpec, RewardSpec, VideoSpec
 
 # (width, height) as shown: 64x48 frames within [28², 56²] px and a 300x200 image within [8, 64] x 28² px,

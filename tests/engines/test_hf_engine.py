@@ -14,8 +14,8 @@ from evr1.models import build_prompt, load_model
 from evr1.models.forward import response_logits, response_logprobs
 from evr1.models.testing import process_image, random_frames, video_prompts
 from evr1.registry import ENGINES
-from evr1.runner.batching import Sample
-from evr1.runner.learner import LogprobModel
+from evr1.runner.learner.batching import Sample
+from evr1.runner.learner.logprobs import LogprobModel
 from evr1.specs import RolloutSpec
 
 QUESTIONS = ["What colour is the square?", "Which way does it move?", "How many dots?"]

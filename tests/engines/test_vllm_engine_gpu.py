@@ -17,8 +17,8 @@ from evr1.engines import SamplingParams
 from evr1.models import load_model, load_processor
 from evr1.models.testing import video_prompts
 from evr1.models.tiny import TinyModel
-from evr1.runner.batching import Sample
-from evr1.runner.learner import LogprobModel
+from evr1.runner.learner.batching import Sample
+from evr1.runner.learner.logprobs import LogprobModel
 from evr1.specs import ModelSpec, RolloutSpec
 
 SMALL = TinyModel(name="gpu-small-qwen2.5-vl", family="qwen2.5-vl", hidden=256, heads=4, vision_width=128)

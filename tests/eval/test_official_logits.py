@@ -145,7 +145,7 @@ def test_an_engine_without_logits_is_refused_under_the_official_headline(bench_r
 
 def test_a_training_run_with_such_an_engine_is_refused_when_its_rollout_worker_starts(model_cache: Path) -> None:
     from evr1.experiment import Experiment
-    from evr1.runner.actors import RolloutWorker
+    from evr1.runner.ray.actors import RolloutWorker
     from evr1.specs import RolloutSpec
 
     class NoLogits(_NoLogits):  # the engine contract, without `choice_logits`

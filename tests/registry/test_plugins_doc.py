@@ -13,7 +13,7 @@ import torch
 from evr1.algos.aggregation import Normaliser
 from evr1.registry import ADVANTAGES, POLICY_LOSSES, REWARDS, SAMPLERS
 from evr1.rewards import RewardInput, RewardOutput, RewardRouter
-from evr1.runner.advantages import compute_advantages
+from evr1.runner.loop.advantage_phase import compute_advantages
 from evr1.specs import AlgoSpec, DataSpec, RewardSpec
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
@@ -67,7 +67,7 @@ def test_policy_loss_example_takes_the_learners_call(examples: dict, shift: floa
     logprobs = torch.full((2, 3), -1.0, requires_grad=True)
     mask = torch.ones(2, 3, dtype=torch.bool)
     advantages = torch.tensor([[1.0] * 3, [0.5] * 3])
-    loss, metrics = loss_fn(  # the keywords of evr1.runner.learner's call, behaviour/ref log-probs included
+    loss, metrics = loss_fn(  # the keywords of evr1.runner.learner.learner's call, behaviour/ref log-probs included
         logprobs, logprobs.detach() - shift, advantages, mask, spec=spec, normaliser=Normaliser.of(mask),
         offline=torch.zeros(2, dtype=torch.bool), entropy=torch.zeros(2, 3), kl_coef=None,
         behaviour_logprobs=torch.full((2, 3), float("nan")), ref_logprobs=torch.zeros(2, 3),

@@ -152,7 +152,7 @@ def test_an_async_batch_reward_returning_one_value_names_the_fix(plugins: list[s
 def test_the_reward_worker_builds_the_rouge_scorer_before_the_first_sample() -> None:
     from evr1.experiment import Experiment
     from evr1.rewards import open_ended
-    from evr1.runner.actors import RewardWorker
+    from evr1.runner.ray.actors import RewardWorker
 
     open_ended._scorer.cache_clear()
     RewardRouter(RewardSpec())

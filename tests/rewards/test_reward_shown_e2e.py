@@ -15,7 +15,7 @@ from evr1.data.records import Record
 from evr1.models import load_processor
 from evr1.models.testing import tiny_spec
 from evr1.rewards import spatial_grounding
-from evr1.runner.scoring import reward_input
+from evr1.runner.loop.reward_phase import reward_input
 from evr1.specs import CacheSpec, ImageSpec, PromptSpec, RewardSpec, VideoSpec
 
 # A 300x200 image within [8, 64] x 28² px is shown at 252x168 (multiples of 28: Qwen2.5-VL) or 256x160

@@ -1,0 +1,1 @@
+"""Tests of `evr1.runner.learner`."""

@@ -117,6 +117,14 @@ class TinyModel:
     max_patches: int = 64
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def summary(self) -> str:
+        """What `evr1 list models` says of the model."""
+        names = {"qwen2-vl": "Qwen2-VL", "qwen2.5-vl": "Qwen2.5-VL", "qwen3-vl": "Qwen3-VL", "qwen3.5": "Qwen3.5"}
+        kind = names[self.family] + (" MoE" if self.moe else "")
+        hybrid = ", Gated DeltaNet + full attention" if self.family == "qwen3.5" else ""
+        return f"A random-init {kind} ({self.layers} layers of width {self.hidden}{hybrid}) for tests and the CPU quickstart."
+
     def key(self) -> str:
         """A short hash of everything that shapes the saved files."""
         import tokenizers

@@ -27,6 +27,9 @@ def test_registry_has_one_tiny_model_per_family() -> None:
     for fam in ("qwen3-vl", "qwen3.5"):
         entry = MODELS.get(f"tiny-{fam}-moe")
         assert isinstance(entry, TinyModel) and entry.family == fam and entry.moe
+    assert MODELS.describe("tiny-qwen3.5-moe").summary == (
+        "A random-init Qwen3.5 MoE (2 layers of width 64, Gated DeltaNet + full attention) for tests and the CPU"
+        " quickstart.")  # what `evr1 list models` prints
 
 
 def test_build_is_deterministic_and_cached(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from evr1.specs import AlgoSpec, OptimSpec, TrainerSpec
 
 from .learner_fixtures import FIRST_ORDINARY_ID, run_workers
 
-FAMILIES = ("qwen2.5-vl", "qwen3-vl")
+FAMILIES = ("qwen2.5-vl", "qwen3-vl", "qwen3.5")
 LR = 1e-3
 STEP_ATOL = 2e-2 * LR
 EPS = 1e-5  # AdamW's (see the module docstring)

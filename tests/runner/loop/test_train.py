@@ -58,7 +58,7 @@ def models(model_cache: Path) -> Path:
     return model_cache
 
 
-@pytest.mark.parametrize("family", ["qwen2-vl", "qwen2.5-vl", "qwen3-vl"])
+@pytest.mark.parametrize("family", ["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5", "qwen3.5-moe", "qwen3-vl-moe"])
 def test_three_steps_per_family(tmp_path: Path, models: Path, family: str) -> None:
     extra = {"model.name": f"tiny-{family}"}
     if family == "qwen2.5-vl":  # also the periodic benchmark evaluation
@@ -71,6 +71,8 @@ def test_three_steps_per_family(tmp_path: Path, models: Path, family: str) -> No
     if family == "qwen3-vl":  # also ReMax with two learners, each holding groups of both mini-batches (4 groups)
         extra |= {"algo.advantage": "'remax'", "trainer.prompts_per_step": "4", "resources.learner_workers": "2",
                   "trainer.mini_batches": "2"}
+    if family == "qwen3.5":  # also HF gradient checkpointing under the grouped learner (hybrid layers' states)
+        extra |= {"model.gradient_checkpointing": "True"}
     out = run("quickstart:debug", "--run-dir", str(tmp_path / "run"), *settings(tmp_path, models, **extra))
     assert out.returncode == 0, out.stderr[-3000:]
     rows = read_metrics(tmp_path / "run")

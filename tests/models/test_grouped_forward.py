@@ -6,12 +6,13 @@ videos (and an image, and none), groups of several sizes whose responses have di
 gradient within 1e-4 relative (its norm), with and without HF gradient checkpointing.
 
 Qwen3.5 (hybrid: two Gated DeltaNet layers, then a full-attention one) meets that for every
-parameter but the two that set the linear layers' decay, `A_log` and `dt_bias`, held to 1e-3: their
-gradients go through transformers' float32 chunked delta rule (float32 whatever the model's dtype),
-whose triangular solve loses about 3e-4 of them between HF's own padded batch and single rows of
-the same inputs. Measured once with that kernel patched to float64: batched vs single rows 1e-12,
-grouped vs single rows 2e-7 (the float32 casts elsewhere in the layer), so the grouped states are
-exact and the gap is the kernel's rounding, which a chunk boundary moved by the split changes.
+parameter but those on the path of the linear layers' decay (`A_log`, `dt_bias`, `in_proj_a`), held
+to 2e-3 plus 1e-7 (`gradient_bound`; measured here: 4.4e-4 relative): their gradients go through
+transformers' float32 chunked delta rule, whose triangular solve loses about 3e-4 of them between
+HF's own padded batch and single rows of the same inputs. Measured once with that kernel patched to
+float64: batched vs single rows 1e-12, grouped vs single rows 2e-7 (the float32 casts elsewhere in
+the layer), so the grouped states are exact and the gap is the kernel's rounding, which a chunk
+boundary moved by the split changes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import torch
 from evr1.models import build_prompt, load_model, load_processor
 from evr1.models.forward import gather_logprobs, response_logits
 from evr1.models.grouped import shared_prefix_logits
-from evr1.models.testing import process_image, process_video, random_frames
+from evr1.models.testing import gradient_bound, process_image, process_video, random_frames
 from evr1.models.tiny import TinyModel
 from evr1.specs import ModelSpec
 
@@ -79,10 +80,6 @@ def test_grouped_forward_matches_per_row_under_gradient_checkpointing(family: st
     _check_against_per_row(family, *_mid(family, model_cache), checkpointing=True)
 
 
-def _tolerance(name: str) -> float:
-    """1e-4 relative, but 1e-3 for the decay parameters of Qwen3.5's linear attention (see the module docstring)."""
-    return 1e-3 if name.endswith(("linear_attn.A_log", "linear_attn.dt_bias")) else 1e-4
-
 
 def _check_against_per_row(fam: str, spec: ModelSpec, processor, *, checkpointing: bool) -> None:
     model = load_model(spec.model_copy(update={"gradient_checkpointing": checkpointing})).train()
@@ -102,7 +99,7 @@ def _check_against_per_row(fam: str, spec: ModelSpec, processor, *, checkpointin
     assert got_grads.keys() == want_grads.keys()
     assert any(".visual." in n for n in want_grads) and len(want_grads) == len(list(model.parameters()))
     for name, want in want_grads.items():
-        assert (got_grads[name] - want).norm() <= _tolerance(name) * want.norm() + 1e-12, name
+        assert (got_grads[name] - want).norm() <= gradient_bound(name, want), name
 
 
 def test_grouped_forward_tempers_and_handles_one_token_responses(fam: str, mid) -> None:

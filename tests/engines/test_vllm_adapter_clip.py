@@ -31,7 +31,7 @@ def test_a_clipped_video_request_rebuilds_our_prompt(processor, fam: str, tmp_pa
     media = loader.load_media(MediaRef(kind="video", path="v.mp4", start=2.0, end=5.0))
     messages = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "When?"}]}]
     prompt = build_prompt(processor, messages, [media.processor_inputs()])
-    if fam == "qwen3-vl":
+    if fam in ("qwen3-vl", "qwen3.5"):
         assert re.findall(r"<([0-9.]+) seconds>", prompt.text) == STAMPS[clock]
 
     request = vllm_request(prompt, fam, MediaTokens.of(processor), PixelLayout.of(processor.image_processor),

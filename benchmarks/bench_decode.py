@@ -22,8 +22,8 @@ import numpy as np
 from bench_cache import _best
 
 from evr1.data.decode import probe_video, read_frames
+from evr1.data.frame_sampling import Geometry, plan_frames
 from evr1.data.live import prepare_image
-from evr1.data.media import Geometry, plan_frames
 from evr1.data.testclips import clip_frame, write_clip
 from evr1.specs import ImageSpec, VideoSpec
 

@@ -33,13 +33,14 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 from peer_loader import PeerDataset, PeerLoader, build_peer_cache
 
-from evr1.data.prompting import question_text
+from evr1.data.prompting import training_question_text
 from evr1.data.records import MediaRef, Record
 from evr1.data.testclips import write_clip
 from evr1.experiment import Experiment, apply_overrides, build_experiment
@@ -67,7 +68,7 @@ def step_times(tmp: Path, mode: str) -> list[float]:
     with ray_session(exp.resources):
         trainer = Trainer(exp, run_dir)  # builds the cache first when a path is set
         trainer.start_workers()
-        trainer.sync_weights(0)
+        trainer.pipeline.sync_now(trainer.workers, 0)
         return [trainer.step(step)["timing/step"] for step in range(1, STEPS + 1)]
 
 
@@ -134,9 +135,7 @@ class Clocks:
     def metrics(self) -> dict[str, dict[str, float]]:
         out = {}
         for name, timer in (("wall", self.wall), ("cpu", self.cpu)):
-            seconds = {k.removeprefix("timing/"): v for k, v in timer.metrics().items()}
-            seconds["update"] -= seconds["old_logprobs"]  # the learner's update includes its old log-probs
-            out[name] = seconds
+            out[name] = {k.removeprefix("timing/"): v for k, v in timer.metrics().items()}
         return out
 
 
@@ -160,16 +159,6 @@ class StepBench:
                 prompter.loader = PeerLoader(video, processor, work / "peer", prompter.loader.clock)
         self.rollout.load_weights(self.learner.weights())
 
-    def _timed_old_logprobs(self, clocks: Clocks) -> None:
-        learner = self.learner.learner
-        inner = type(learner).compute_logprobs.__get__(learner)
-
-        def timed(samples):
-            with clocks("old_logprobs"):
-                return inner(samples)
-
-        learner.compute_logprobs = timed
-
     def step(self, step: int) -> tuple[dict[str, dict[str, float]], list[list[int]]]:
         """One step's seconds per phase (wall and CPU) and the responses' token ids (to compare the paths)."""
         from evr1.engines.base import SamplingParams
@@ -180,12 +169,11 @@ class StepBench:
         from evr1.runner.ray.actors import TrainItem
 
         exp, clocks, records = self.exp, Clocks(), self.records
-        self._timed_old_logprobs(clocks)
         prompter = self.rollout.prompters["train"]
         with clocks("data"):
             if self.dataset is not None:  # the peer's dataset pass, before the rollout
                 for r in records:
-                    messages = chat_messages(question_text(r, exp.data.prompt), ["video"], exp.data.prompt.system)
+                    messages = chat_messages(training_question_text(r, exp.data.prompt), ["video"], exp.data.prompt.system)
                     text = self.rollout.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
                     self.dataset.read(r, text)
             for r in records:
@@ -208,8 +196,10 @@ class StepBench:
         with clocks("data"):
             for r in records:
                 self.learner.prompter(r)  # memoised for the old log-probs and the update
+        with clocks("old_logprobs"):
+            old = self.learner.old_logprobs(items)
         with clocks("update"):
-            self.learner.update(items)
+            self.learner.update([replace(item, old_logprobs=o) for item, o in zip(items, old)])
         with clocks("sync"):
             self.rollout.load_weights(self.learner.weights())
         return clocks.metrics(), [list(t.token_ids) for _, t in flat]

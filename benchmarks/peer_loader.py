@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
+from evr1.data.frame_sampling import Geometry
 from evr1.data.live import MediaInfo, prepare_video, video_frames
 from evr1.data.loader import ProcessedMedia
-from evr1.data.media import Geometry
 from evr1.data.records import MediaRef, Record
 from evr1.specs import VideoSpec
 

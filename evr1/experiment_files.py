@@ -1,5 +1,6 @@
-"""Finding experiments by name: a `.py` path, `experiments/NAME.py`, a registered entry point,
-or a dotted module; `NAME:VARIANT` picks another function of the same file.
+"""Finding experiments by name: a `.py` path, `experiments/NAME.py` of the project, one that ships with evr1
+(`evr1/experiments/NAME.py`), a registered entry point, or a dotted module; `NAME:VARIANT` picks another function
+of the same file.
 
 An experiment file is imported with its folder on `sys.path` (for that import only), so it can
 import modules that sit next to it (`import myrewards` in `experiments/split.py`); import them at
@@ -27,6 +28,7 @@ from typing import Any
 
 import fiddle as fdl
 
+from evr1.config_typos import misspelt_field
 from evr1.errors import ConfigError, known_list, suggest
 
 DEFAULT_VARIANT = "experiment"
@@ -60,6 +62,17 @@ def project_root(start: Path | None = None) -> Path | None:
     for folder in (here, *here.parents):
         if (folder / "experiments").is_dir():
             return folder
+    return None
+
+
+BUILTIN = Path(__file__).resolve().parent / "experiments"  # the experiment files that ship with evr1
+
+
+def experiment_file(name: str, root: Path | None) -> Path | None:
+    """The file of experiment NAME: `experiments/NAME.py` of the project at `root`, else the one evr1 ships."""
+    for folder in ([root / "experiments"] if root is not None else []) + [BUILTIN]:
+        if not name.startswith("_") and (folder / f"{name}.py").is_file():
+            return folder / f"{name}.py"
     return None
 
 
@@ -192,6 +205,9 @@ def _load_file(path: Path, name: str | None = None, folder: Path | None = None, 
         if isinstance(exc, ConfigError):
             _FAILED[path] = code, exc
             raise
+        if (typo := misspelt_field(exc)) is not None:
+            _FAILED[path] = code, typo
+            raise typo from None
         hint = f" (modules next to it are imported from {search})" if isinstance(exc, ImportError) else ""
         error = ConfigError(f"experiment file {path} failed to import: {type(exc).__name__}: {exc}{hint}")
         _FAILED[path] = code, error
@@ -218,12 +234,28 @@ def variants(module: ModuleType) -> dict[str, Callable[[], fdl.Config]]:
     return found
 
 
+def _experiment_like(fn: Callable[..., Any]) -> bool:
+    """Whether a variant of a file is listed as an experiment: not a component the file registers (a plugin, e.g.
+    `@EXPERIMENTS.register("acme/exp")`, listed under its registered name), nor annotated as returning something
+    else than a Config of an `Experiment` (a helper such as `def video() -> fdl.Config[VideoSpec]`)."""
+    from evr1.registry import REGISTRIES
+
+    if any(registry.holds(fn) for registry in REGISTRIES.values()):
+        return False
+    returns = inspect.signature(fn).return_annotation
+    if returns is inspect.Signature.empty or returns is fdl.Config:
+        return True
+    text = returns if isinstance(returns, str) else repr(returns)
+    return "Experiment" in text or text.rpartition(".")[2] == "Config"
+
+
 def known_experiments(root: Path | None = None) -> list[str]:
-    """Names of experiment files under the project's `experiments/` and registered experiments."""
+    """Names of experiment files under the project's `experiments/`, those evr1 ships and registered experiments."""
     from evr1.registry import EXPERIMENTS
 
     root = root if root is not None else project_root()
-    files = sorted(p.stem for p in (root / "experiments").glob("*.py") if not p.stem.startswith("_")) if root else []
+    folders = ([root / "experiments"] if root else []) + [BUILTIN]
+    files = {p.stem for folder in folders for p in folder.glob("*.py") if not p.stem.startswith("_")}
     return sorted({*files, *EXPERIMENTS.names()})
 
 
@@ -266,8 +298,7 @@ def _find(name: str, root: Path | None) -> tuple[Any, ExperimentSource]:
             raise ConfigError(f"experiment file {name} does not exist")
         path = as_path.resolve()
         return _load_file(path), ExperimentSource(path.stem, DEFAULT_VARIANT, "file", str(path), path)
-    if root is not None and (root / "experiments" / f"{name}.py").is_file():
-        path = root / "experiments" / f"{name}.py"
+    if (path := experiment_file(name, root)) is not None:
         return _load_file(path), ExperimentSource(name, DEFAULT_VARIANT, "file", str(path), path)
     if name in _IMPORTED:  # e.g. a run's copy, its original gone
         return _imported(_IMPORTED[name])
@@ -284,7 +315,8 @@ def _find(name: str, root: Path | None) -> tuple[Any, ExperimentSource]:
         file = Path(module.__file__) if module.__file__ else None
         return module, ExperimentSource(name, DEFAULT_VARIANT, "module", name, file)
     known = known_experiments(root)
-    where = f" under {root / 'experiments'}" if root else " (no experiments/ folder found from the current directory)"
+    where = (f" under {root / 'experiments'} or among those evr1 ships" if root else
+             " among those evr1 ships (no experiments/ folder found from the current directory)")
     raise ConfigError(f"unknown experiment {name!r}{where}.{suggest(name, known)} Known: {known_list(known)}")
 
 
@@ -304,9 +336,11 @@ def resolve(spec: str, root: Path | None = None) -> tuple[Callable[[], fdl.Confi
 
 def summary(name: str, root: Path | None = None) -> tuple[list[tuple[str, str]], str]:
     """Every variant of experiment NAME as (`NAME[:VARIANT]`, first docstring line), the default first,
-    and where it lives; no rows for a file that defines no experiment (a module the experiments import)."""
+    and where it lives; no rows for a file that defines no experiment (a module the experiments import, one that
+    registers plugins: see `_experiment_like`)."""
     target, source = locate(name, root)
     choices = {DEFAULT_VARIANT: target} if inspect.isfunction(target) else variants(target)
+    choices = {v: fn for v, fn in choices.items() if source.origin != "file" or _experiment_like(fn)}
     order = sorted(choices, key=lambda v: (v != DEFAULT_VARIANT, v))
     rows = []
     for variant in order:
@@ -340,14 +374,30 @@ def import_source(source: ExperimentSource) -> None:
             raise ConfigError(f"experiment module {source.location} failed to import: {exc}") from exc
 
 
+def _configures_an_experiment(cfg: fdl.Config) -> bool:
+    from evr1.experiment import Experiment
+
+    return inspect.isclass(cfg.__fn_or_cls__) and issubclass(cfg.__fn_or_cls__, Experiment)
+
+
 def load_config(spec: str, root: Path | None = None) -> tuple[fdl.Config, ExperimentSource]:
     """Call the experiment function and name the result after its source unless it names itself. The source's
-    `deps` are the other experiments used meanwhile (loaded by the function, or by the file when imported)."""
+    `deps` are the other experiments used meanwhile (loaded by the function, or by the file when imported). A field
+    name Fiddle refuses (`cfg.trainer.val_evry = 10`) is a one-line `ConfigError` naming the file and line."""
     with _recording() as used:
         fn, source = resolve(spec, root)
-        cfg = fn()
+        try:
+            cfg = fn()
+        except (AttributeError, TypeError) as exc:
+            if (typo := misspelt_field(exc)) is None:
+                raise
+            raise typo from None
     if not isinstance(cfg, fdl.Config):
         raise ConfigError(f"experiment {source.label} ({source.location}) returned {type(cfg).__name__}, not fdl.Config[Experiment]")
+    if not _configures_an_experiment(cfg):
+        what = getattr(cfg.__fn_or_cls__, "__name__", repr(cfg.__fn_or_cls__))
+        raise ConfigError(f"experiment {source.label} ({source.location}) returned fdl.Config[{what}], not"
+                          " fdl.Config[Experiment]")
     if "name" not in cfg.__arguments__:
         cfg.name = source.label
     return cfg, replace(source, deps=tuple(s for s in used if s.key != source.key))

@@ -1,4 +1,4 @@
-"""GPU recipes shared by the paper experiments (`experiments/qwen25vl_7b_video.py`, `qwen3vl_8b_video.py`).
+"""GPU recipes shared by the paper experiments (`evr1/experiments/qwen25vl_7b_video.py`, `qwen3vl_8b_video.py`).
 
 `video_grpo(model)` is video GRPO at the EasyVideoR1 report's published settings: 2 fps, at most
 128 frames of at most 262,144 pixels, images up to 1,048,576 pixels, n = 8 responses per prompt,

@@ -31,7 +31,7 @@ from typing import Any
 
 from evr1.errors import ConfigError
 from evr1.experiment import Experiment, Override
-from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, project_root
+from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, experiment_file, project_root
 
 CONFIG_FILE = "config.json"
 RUN_FILE = "run.json"
@@ -71,13 +71,19 @@ def _git_commit(folder: Path) -> str | None:
     return out.stdout.strip() or None
 
 
+def run_label(experiment: Experiment, variant: str = DEFAULT_VARIANT) -> str:
+    """The name of a run of `variant`: the experiment's name, with `:<variant>` unless it is the default variant or
+    the name already ends with it (an experiment that sets `name=` gives every variant that name)."""
+    name = experiment.name
+    if variant == DEFAULT_VARIANT or name.endswith((f":{variant}", f"-{variant}")):
+        return name
+    return f"{name}:{variant}"
+
+
 def new_run_dir(experiment: Experiment, root: Path | None = None, variant: str = DEFAULT_VARIANT) -> Path:
-    """`<run_root>/<name>/<timestamp>/`, made unique if two runs start in the same second. The folder of a
-    `variant` other than the default is `<name>-<variant>` unless the name already ends so (an experiment that
-    sets `name=` gives every variant that name)."""
-    name = experiment.name.replace(":", "-")
-    if variant != DEFAULT_VARIANT and not name.endswith(f"-{variant}"):
-        name = f"{name}-{variant}"
+    """`<run_root>/<label>/<timestamp>/` (`run_label`, `:` written `-`), made unique if two runs start in the same
+    second."""
+    name = run_label(experiment, variant).replace(":", "-")
     base = Path(root if root is not None else experiment.trainer.run_root) / name
     stamp = time.strftime("%Y%m%d-%H%M%S")
     candidate, n = base / stamp, 1
@@ -231,13 +237,11 @@ def last_failure(run_dir: Path) -> dict[str, Any] | None:
 
 
 def current_file(location: str | None, name: str) -> Path | None:
-    """An experiment file as it is now: the recorded `location`, else `experiments/<name>.py` of the project found
-    from the cwd; None when neither exists."""
+    """An experiment file as it is now: the recorded `location`, else the file of experiment `name` found from the
+    cwd (`experiments/<name>.py` of the project, or the one evr1 ships); None when neither exists."""
     if location and Path(location).is_file():
         return Path(location)
-    root = project_root()
-    by_name = root / "experiments" / f"{name}.py" if root is not None and name else None
-    return by_name if by_name is not None and by_name.is_file() else None
+    return experiment_file(name, project_root()) if name else None
 
 
 def original_source(run_dir: Path) -> Path | None:

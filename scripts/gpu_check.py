@@ -2,7 +2,9 @@
 
 A few training steps on synthetic video/image questions, with media read from the tensor cache
 and then decoded live, in bf16 with sdpa attention. Prints the step-time breakdown (media,
-rollout, learner update, weight sync), rollout and learner tokens/s, and peak memory; `--json`
+rollout, learner update, weight sync), rollout and learner tokens/s, peak memory, and the
+engine–learner mismatch the learner measures at every step (`mismatch/...`: the HF engine holds
+its weights in bf16, the learner float32 weights under bf16 autocast; docs/off_policy.md); `--json`
 also writes them to a file. No Ray, no vLLM: torch, transformers and evr1's small dependencies.
 
 Rewards are a seeded random 0/1 per response (z-scored per group): this measures speed and
@@ -46,6 +48,7 @@ from evr1.runner.learner.learner import Learner
 from evr1.specs import AlgoSpec, CacheSpec, ImageSpec, ModelSpec, OptimSpec, PromptSpec, TrainerSpec, VideoSpec
 
 PHASES = ("media", "rollout", "learn", "sync")
+MISMATCH = ("abs_diff_mean", "abs_diff_max", "k1", "k3", "ratio_outside_frac", "chi2_token")  # reported per mode
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ def run_mode(mode: str, records: list, setup: Setup, learner: Learner, engine: H
     cache = CacheSpec(path=str(cache_path), mode="only") if mode == "cache" else CacheSpec(mode="bypass")
     prompter = RecordPrompter(processor, MediaLoader(setup.video, setup.image, cache, processor, root), PromptSpec())
     times: dict[str, list[float]] = {p: [] for p in PHASES}
+    mismatch: list[dict[str, float]] = []
     generated = learned = 0
     rng = torch.Generator().manual_seed(0)
     device = learner.device
@@ -139,10 +143,11 @@ def run_mode(mode: str, records: list, setup: Setup, learner: Learner, engine: H
         ]
         metrics = timed("learn", learner.update, samples)
         timed("sync", lambda: engine.load_weights(learner.weights()))
+        mismatch.append({k[len("mismatch/") :]: v for k, v in metrics.items() if k.startswith("mismatch/") and k.count("/") == 1})
         generated += sum(len(r) for r in results)
         learned += int(metrics["tokens"])
         prompter.forget()
-    return {"times": times, "generated_tokens": generated, "learner_tokens": learned}
+    return {"times": times, "generated_tokens": generated, "learner_tokens": learned, "mismatch": mismatch}
 
 
 def summary(mode: str, run: dict[str, Any]) -> dict[str, float]:
@@ -153,6 +158,10 @@ def summary(mode: str, run: dict[str, Any]) -> dict[str, float]:
     total = {p: sum(run["times"][p]) for p in PHASES}
     row["rollout_tokens_per_s"] = run["generated_tokens"] / max(total["rollout"], 1e-9)
     row["learner_tokens_per_s"] = run["learner_tokens"] / max(total["learn"], 1e-9)
+    for name in MISMATCH:  # means over the steps (the max: over the steps)
+        values = [step[name] for step in run["mismatch"] if name in step]
+        if values:
+            row[f"mismatch_{name}"] = max(values) if name.endswith("_max") else statistics.mean(values)
     return row
 
 
@@ -205,6 +214,12 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"{mode:>6} {cells}  {row['rollout_tokens_per_s']:13.1f}  {row['learner_tokens_per_s']:13.1f}")
     live, cached = result["modes"]["live"]["step"], result["modes"]["cache"]["step"]
     lines.append(f"step live/cache: {live / max(cached, 1e-9):.2f}x; peak memory {result['peak_memory_gb']:.2f} GiB")
+    cache = result["modes"]["cache"]
+    if "mismatch_k3" in cache:
+        lines.append(
+            f"engine-learner mismatch ({result['dtype']} engine vs float32 learner weights): "
+            + ", ".join(f"{name} {cache[f'mismatch_{name}']:.3g}" for name in MISMATCH if f"mismatch_{name}" in cache)
+        )
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ import torch
 
 from evr1.data.cache_build import build_cache
 from evr1.data.loader import MediaLoader
-from evr1.data.prompting import RecordPrompter, question_text
+from evr1.data.prompting import RecordPrompter, training_question_text
 from evr1.data.records import MediaRef, Record
 from evr1.data.testclips import write_clip
 from evr1.models import load_processor
@@ -58,7 +58,7 @@ def test_peer_loader_gives_the_model_what_evr1_gives_it(family: str, grid: tuple
         assert all(torch.equal(prompts[name].mm[k], v) for k, v in prompts["only"].mm.items()), name
 
     spec = PromptSpec()
-    messages = chat_messages(question_text(record, spec), ["video"], spec.system)
+    messages = chat_messages(training_question_text(record, spec), ["video"], spec.system)
     text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     read = peer_loader.PeerDataset(VIDEO, processor, tmp_path / "peer").read(record, text)
     assert torch.equal(read["pixel_values_videos"], media["only"].pixel_values)

@@ -23,7 +23,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE = re.compile(r"`([^`\n]+)`")
 REPO_PATH = re.compile(r"(?<![\w./~-])((?:evr1|benchmarks|experiments|scripts|tests|evals|docs)/[\w./*-]*)")
-EXAMPLES = {"experiments/my_exp.py", "experiments/NAME.py", "experiments/split.py"}  # a user's files, not ours
+EXAMPLES = {"experiments/", "experiments/my_exp.py", "experiments/NAME.py", "experiments/split.py"}  # a user's, not ours
 SPEC_PATH = re.compile(r"(?<![\w./$-])((?:" + "|".join(Experiment.model_fields) + r")(?:\.\w+)+)")
 DOTTED = re.compile(r"(?<![\w./-])(evr1(?:\.\w+)+)")
 NOT_SPEC = re.compile(r"\.(mdb|jsonl?|py|md|png)$")  # file names such as data.mdb
@@ -87,7 +87,7 @@ def _missing_object(dotted: str) -> str | None:
 
 
 def _field_type(model: type[BaseModel], path: list[str]) -> str | None:
-    """None when `path` names a field under `model` (or a key of a dict field), else why not."""
+    """None when `path` names a field under `model` (a key of a dict field, a field of a tuple's items), else why not."""
     name, rest = path[0], path[1:]
     field = model.model_fields.get(name)
     if field is None:
@@ -101,6 +101,9 @@ def _field_type(model: type[BaseModel], path: list[str]) -> str | None:
             return _field_type(option, rest)
         if typing.get_origin(option) in (dict, Mapping) or option is dict:
             return None  # the rest is a key
+        items = [t for t in typing.get_args(option) if isinstance(t, type) and issubclass(t, BaseModel)]
+        if typing.get_origin(option) in (tuple, list) and items:
+            return _field_type(items[0], rest)  # a field of each item (`rejection.statistic`)
     return f"{model.__name__}.{name} has no fields"
 
 

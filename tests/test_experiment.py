@@ -132,8 +132,9 @@ def test_unknown_experiment_lists_and_suggests(project: Path) -> None:
     with pytest.raises(ConfigError) as info:
         resolve("tyo", project)
     message = str(info.value)
-    assert message.startswith(f"unknown experiment 'tyo' under {project / 'experiments'}.")
-    assert "Did you mean 'toy'?" in message and "Known: raises, returns_int, toy" in message
+    assert message.startswith(f"unknown experiment 'tyo' under {project / 'experiments'} or among those evr1 ships.")
+    assert "Did you mean 'toy'?" in message
+    assert "Known: ablations, quickstart, qwen25vl_7b_video, qwen3vl_8b_video, raises, returns_int, toy" in message
 
 
 def test_unknown_variant(project: Path) -> None:

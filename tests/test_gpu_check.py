@@ -31,7 +31,7 @@ def test_tiny_check_reports_both_media_modes(tmp_path: Path) -> None:
     out = subprocess.run(["bash", "scripts/gpu_check.sh", "--tiny", "--steps", "2", "--workdir", str(tmp_path / "w")],
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
-    for text in ("gpu check on", "rollout tok/s", "step live/cache", "peak memory"):
+    for text in ("gpu check on", "rollout tok/s", "step live/cache", "peak memory", "engine-learner mismatch"):
         assert text in out.stdout
     result = json.loads((tmp_path / "gpu_check.json").read_text())
     assert set(result["modes"]) == {"cache", "live"} and result["steps"] == 2 and result["dtype"] == "float32"
@@ -39,6 +39,7 @@ def test_tiny_check_reports_both_media_modes(tmp_path: Path) -> None:
         assert all(row[p] > 0 for p in ("media", "rollout", "learn", "sync"))
         assert row["step"] == pytest.approx(sum(row[p] for p in ("media", "rollout", "learn", "sync")))
         assert row["rollout_tokens_per_s"] > 0 and row["learner_tokens_per_s"] > 0
+        assert 0 <= row["mismatch_abs_diff_mean"] < 1e-4  # float32 engine and learner: rounding only
     assert 0.1 < result["parameters_m"] < 1 and result["peak_memory_gb"] > 0
     assert (tmp_path / "w" / "cache.lmdb").exists()
 

@@ -4,7 +4,7 @@ Every loss is called as
 
     fn(logprobs, old_logprobs, advantages, response_mask, *, spec, normaliser,
        offline=None, behaviour_logprobs=None, ref_logprobs=None, entropy=None, kl_coef=None,
-       staleness=None)
+       staleness=None, rollout_weights=None)
     -> (loss, metrics)
 
 - `logprobs [B, T]` (with gradient), `old_logprobs [B, T]` (of the policy that sampled the online
@@ -14,6 +14,8 @@ Every loss is called as
 - `staleness [B]` int (given when some row's is > 0): policy versions between the weights that
   sampled each row and those of `old_logprobs`; stale online rows get the decoupled-PPO
   importance weight against `behaviour_logprobs` (see `offpolicy`);
+- `rollout_weights [B, T]` (given when `AlgoSpec.rollout_correction` sets an importance level):
+  the detached engine-mismatch weights of online rows (see `objective.actor_objective`);
 - `ref_logprobs`: needed when KL is a loss term; `entropy [B, T]`: needed when `entropy_coef != 0`;
   `kl_coef`: the current (adaptive) coefficient, default `spec.kl.coef`.
 
@@ -102,11 +104,12 @@ def _register(name: str, core_fn: CoreFn, doc: str) -> None:
         entropy: Tensor | None = None,
         kl_coef: float | None = None,
         staleness: Tensor | None = None,
+        rollout_weights: Tensor | None = None,
     ) -> tuple[Tensor, dict[str, Tensor]]:
         return actor_objective(
             core_fn, logprobs, old_logprobs, advantages, response_mask, spec=spec, normaliser=normaliser,
             offline=offline, behaviour_logprobs=behaviour_logprobs, ref_logprobs=ref_logprobs, entropy=entropy,
-            kl_coef=kl_coef, staleness=staleness,
+            kl_coef=kl_coef, staleness=staleness, rollout_weights=rollout_weights,
         )  # fmt: skip
 
     loss.__name__ = loss.__qualname__ = name

@@ -4,7 +4,8 @@ A core (see `losses`) maps `(logprobs, log_ratio, advantages, mask, spec)` to a 
 losses plus the ratio it clips and where clipping was active; its `mask` holds the valid tokens
 that have a ratio. `actor_objective` replaces the tokens whose behaviour log-probs are unknown by
 the off-policy fallback, multiplies stale rows' tokens by their decoupled-PPO importance weight
-(`offpolicy.behaviour_weights`), weights offline rows, subtracts `entropy_coef * entropy`, adds
+(`offpolicy.behaviour_weights`) or, when given, multiplies online rows' tokens by the rollout-correction
+weights (`rollout_correction.correct`: they then replace the decoupled-PPO weight), weights offline rows, subtracts `entropy_coef * entropy`, adds
 `coef * KL` when KL is a loss term, aggregates with the global `Normaliser`, and reports metrics.
 
 Metrics (detached 0-dim tensors, means over this micro-batch's valid tokens):
@@ -109,11 +110,16 @@ def actor_objective(
     entropy: Tensor | None = None,
     kl_coef: float | None = None,
     staleness: Tensor | None = None,
+    rollout_weights: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """The loss of one micro-batch (its share of the global-batch loss) and its metrics.
 
     `staleness [B]` (None: all 0): policy versions each row's sampling weights were behind the
     weights `old_logprobs` are of; online rows with staleness > 0 get the decoupled-PPO weight.
+    `rollout_weights [B, T]` (None: no importance correction of the engine mismatch): detached
+    weights of `pi_prox / mu` on online rows (`evr1.algos.rollout_correction`); given, they multiply
+    the policy-gradient term of every online token, stale rows' included (instead of the
+    decoupled-PPO weight: one weight for one ratio), and offline rows' tokens keep weight 1.
     """
     _check_shapes(
         response_mask,
@@ -123,6 +129,7 @@ def actor_objective(
         behaviour_logprobs=behaviour_logprobs,
         ref_logprobs=ref_logprobs,
         entropy=entropy,
+        rollout_weights=rollout_weights,
     )
     mask = response_mask.bool()
     kinds = TokenKinds.of(offline, behaviour_logprobs, mask, staleness)
@@ -136,7 +143,11 @@ def actor_objective(
     pg = core.token_loss
     if bool(kinds.unknown.any()):
         pg = torch.where(kinds.unknown, fallback_token_loss(logprobs, advantages, spec.offline), pg)
-    weights = behaviour_weights(old_logprobs, behaviour_logprobs, kinds, spec.offline)
+    weights = None
+    if rollout_weights is None:
+        weights = behaviour_weights(old_logprobs, behaviour_logprobs, kinds, spec.offline)
+    else:
+        pg = pg * torch.where(mask & ~kinds.offline[:, None], rollout_weights, 1.0).detach()
     if weights is not None:
         pg = pg * weights.value
     if spec.offline.loss_weight != 1.0 and bool(kinds.offline.any()):

@@ -1,4 +1,4 @@
-"""Run the variants of `experiments/ablations.py` and plot their held-out accuracy per step.
+"""Run the variants of `evr1/experiments/ablations.py` and plot their held-out accuracy per step.
 
     python -m evr1.cli.ablations --out runs/ablations --plot docs/ablations.png [--steps N] [--set path=value ...]
 
@@ -161,11 +161,13 @@ def plot(curves: Curves, path: Path, title: str) -> Path:
 
 def summary(curves: Curves) -> str:
     """A Markdown table per variant and validation file: first, last, best accuracy, the first step at
-    >= 0.9, and the mean step time."""
+    >= 0.9, and the mean step time (n/a, and a note under the table, for a variant that logged none)."""
     lines = ["| variant | validation | step 0 | last | best | first step >= 0.9 | s/step |", "|---|---|---|---|---|---|---|"]
+    untimed = False
     for variant, rows in curves.items():
         _, times = _series(rows, "timing/step")
-        pace = f"{sum(times) / len(times):.2f}" if times else "-"
+        pace = f"{sum(times) / len(times):.2f}" if times else "n/a"
+        untimed = untimed or not times
         for key in val_keys(curves):
             steps, values = _series(rows, key)
             if values:
@@ -175,6 +177,8 @@ def summary(curves: Curves) -> str:
                     f"| {variant} | {name} | {values[0]:.3f} | {values[-1]:.3f} (step {steps[-1]}) | {max(values):.3f}"
                     f" | {reached} | {pace} |"
                 )
+    if untimed:
+        lines += ["", "s/step n/a: the variant's metrics hold no step time (no training step was logged)."]
     return "\n".join(lines) + "\n"
 
 

@@ -108,7 +108,7 @@ def check(
 def _prompt_lengths(name: str):
     """A record's prompt length without its media tokens as the experiment `name` builds it, its limit, and the
     experiment's `data.columns`."""
-    from evr1.data.prompting import load_chat_template, question_text
+    from evr1.data.prompting import load_chat_template, training_question_text
     from evr1.experiment import build_experiment
     from evr1.experiment_files import load_config
     from evr1.models import load_processor
@@ -119,7 +119,7 @@ def _prompt_lengths(name: str):
     template = load_chat_template(spec)
 
     def length(record) -> int:
-        messages = chat_messages(question_text(record, spec), [], spec.system)
+        messages = chat_messages(training_question_text(record, spec), [], spec.system)
         return len(build_prompt(processor, messages, chat_template=template))
 
     return length, exp.rollout.max_prompt_tokens, dict(exp.data.columns)
@@ -140,7 +140,8 @@ def _summary(counts: Counter[tuple[str, str]]) -> Table:
 
 @app.command()
 def prompt(
-    experiment: Annotated[str, typer.Argument(help="NAME[:VARIANT] of the experiment whose model, prompt and media settings build it.")],
+    experiment: Annotated[str | None, typer.Argument(help="NAME[:VARIANT] of the experiment whose model, prompt and media"
+                          " settings build it (default: evr1's standard settings; then --records is needed).")] = None,
     records: Annotated[Path | None, typer.Option(help="A JSON/JSONL record file (default: the experiment's first data.train file).")] = None,
     index: Annotated[int, typer.Option(min=0, help="The record's position in the file, from 0.")] = 0,
     record_id: Annotated[str | None, typer.Option("--id", help="The record's id (instead of --index).")] = None,
@@ -148,14 +149,26 @@ def prompt(
     full: Annotated[bool, typer.Option("--full", help="Print every media placeholder token, not one per run.")] = False,
 ) -> None:
     """Print the exact prompt the experiment gives a record (chat template, system prompt, options, instruction,
-    media placeholders) and its token count: text tokens and media tokens."""
+    media placeholders) and its token count: text tokens and media tokens. Without an experiment, the standard
+    settings build it (the defaults of every spec: `evr1 show` of an experiment lists them)."""
+    import fiddle as fdl
+
     from evr1.data.prompt_view import prompt_view
-    from evr1.experiment import apply_overrides, build_experiment
+    from evr1.errors import ConfigError
+    from evr1.experiment import Experiment, apply_overrides, build_experiment
     from evr1.experiment_files import load_config
 
-    cfg, _ = load_config(experiment)
+    if experiment is None and records is None:
+        raise ConfigError("evr1 data prompt needs --records FILE, or an EXPERIMENT whose first data.train file is read")
+    cfg = load_config(experiment)[0] if experiment is not None else fdl.Config(Experiment)
     apply_overrides(cfg, overrides or [])
-    view = prompt_view(build_experiment(cfg), records, index, record_id, collapse=not full)
+    built = build_experiment(cfg)
+    view = prompt_view(built, records, index, record_id, collapse=not full)
+    if experiment is None:
+        spec = built.data.prompt
+        system = "the chat template's default" if spec.system is None else repr(spec.system)
+        console.print(f"no experiment: evr1's standard settings (model {built.model.name}, system prompt {system},"
+                      f" instruction {spec.instruction!r})", markup=False)
     console.print(view.header, markup=False)
     print(view.text)
 

@@ -38,14 +38,17 @@ def show(
     name: Annotated[str, typer.Argument(help="NAME[:VARIANT]: a .py file, experiments/NAME.py, a registered experiment or a module.")],
     overrides: SetOption = None,
 ) -> None:
-    """Print the flattened, validated config, marking values set on the command line."""
+    """Print the experiment function's docstring, the experiment's description and the flattened, validated config,
+    marking values set on the command line."""
     from evr1.experiment import flatten, provenance
+    from evr1.experiment_files import resolve
 
     cfg, source, applied, experiment = _resolve(name, overrides)
     marks = provenance(cfg, applied)
-    console.print(f"[bold]{source.label}[/bold]  ({source.origin}: {source.location})")
-    if experiment.description:
-        print(readable(experiment.description) + "\n")
+    console.print(f"[bold]{source.label}[/bold]  ({source.origin}: {source.location})", soft_wrap=True)
+    doc = inspect.getdoc(resolve(name)[0])
+    for text in dict.fromkeys(t for t in (doc, experiment.description) if t):  # each once: the description may be it
+        print(readable(text) + "\n")
     rows = [(path, value) for path, value in flatten(experiment) if path != "description"]  # printed above
     width = max(len(path) for path, _ in rows)
     for path, value in rows:  # plain lines, never wrapped: easy to grep and to copy into --set
@@ -121,12 +124,17 @@ def _sampler(data) -> str:
 
 
 def _rewards(reward) -> str:
-    routes = ", ".join(f"{plain(t)} -> {name}" for t, name in reward.routes.items()) or "default routes"
-    return f"{routes}; format {reward.format} (weight {reward.format_weight:g})"
+    """The score's parts and their weights: the accuracy of each type's route, the format, the extra rewards."""
+    routes = "".join(f"{plain(t)} -> {name}, " for t, name in reward.routes.items())
+    extra = "".join(f"; extra {name} (weight {weight:g})" for name, weight in reward.extra.items())
+    return (f"accuracy (weight {reward.accuracy_weight:g}): {routes}{'others' if routes else 'every type'} by default"
+            f" route; format {reward.format} (weight {reward.format_weight:g}){extra}")
 
 
-def _plan(experiment) -> Table:
-    table = Table(title=f"plan: {experiment.name}", show_header=False, box=None)
+def _plan(experiment, variant: str) -> Table:
+    from evr1.run_dir import run_label
+
+    table = Table(title=f"plan: {run_label(experiment, variant)}", show_header=False, box=None)
     d, r, a, t = experiment.data, experiment.rollout, experiment.algo, experiment.trainer
     rows = {
         "model": f"{experiment.model.name} ({experiment.model.dtype}, {experiment.model.attn_implementation})",
@@ -197,14 +205,14 @@ def run(
             if run_dir is not None:
                 check_unused(run_dir)
             _dry_run_warnings(experiment, model[1] if model and model[0] == "note" else None)
-            console.print(_plan(experiment))
+            console.print(_plan(experiment, source.variant))
             console.print("dry run: config validated; nothing written, not training.")
             return
         outside_job_copy(run_dir if run_dir is not None else Path(experiment.trainer.run_root))  # a Ray job's cwd
         target = run_dir if run_dir is not None else new_run_dir(experiment, variant=source.variant)
         target.mkdir(parents=True, exist_ok=True)
         write_run_dir(target, experiment, source, applied)
-    console.print(_plan(experiment))
+    console.print(_plan(experiment, source.variant))
     console.print(f"run directory: {target}")
     if dry_run or prepare:
         done = "the recorded config is valid; nothing written" if dry_run else "run directory written"

@@ -146,7 +146,7 @@ def _report(router: Any, inputs: list[Any], outputs: list[Any], out: Path | None
         print(json.dumps(metrics, indent=2, sort_keys=True))
     else:
         routes = {t.value: router.route(t) for t in {inp.problem_type for inp in inputs}}
-        console.print(summary_table(metrics, routes))
+        console.print(summary_table(metrics, routes, router.extra))
     for what, said in (("errors", [o.error for o in outputs if o.error]),
                        ("notes", [f"sample {i.sample_id}: {o.note}" for i, o in zip(inputs, outputs) if o.note])):  # fmt: skip
         for line in said[:MAX_ERRORS_SHOWN]:
@@ -180,23 +180,34 @@ def _cli_setting_names() -> Iterator[None]:
         raise ConfigError(message) from None
 
 
-def summary_table(metrics: dict[str, float], routes: dict[str, str]) -> Table:
-    table = Table(title="rewards", title_justify="left")
-    for column in ("type", "reward", "n", "score", "accuracy", "format", "errors", "timeouts", "n/a"):
+def summary_table(metrics: dict[str, float], routes: dict[str, str], extra: dict[str, float] | None = None) -> Table:
+    """Per problem type: its reward, the samples, their mean score, accuracy, format and extra rewards (a column
+    each, `-` where it applied to no sample), and the errors, timeouts and samples it did not apply to."""
+    extra = extra or {}
+    table = Table(title="rewards", title_justify="left",
+                  caption=f"extra rewards: the mean where one applied (weights {_weights(extra)}); -: none applied"
+                  if extra else None, caption_justify="left")
+    for column in ("type", "reward", "n", "score", "accuracy", "format", *extra, "errors", "timeouts", "n/a"):
         table.add_column(column, justify="left" if column in ("type", "reward") else "right")
+
+    def cell(key: str, digits: int = 3) -> str:
+        value = metrics.get(key)
+        return "-" if value is None else (f"{value:.{digits}f}" if digits else str(int(value)))
+
     for type_name in sorted(routes):
         p = f"reward/{type_name}"
-
-        def cell(key: str, digits: int = 3, p: str = p) -> str:
-            value = metrics.get(f"{p}/{key}")
-            return "-" if value is None else (f"{value:.{digits}f}" if digits else str(int(value)))
-
-        table.add_row(type_name, routes[type_name], cell("count", 0), cell("score"), cell("accuracy"), cell("format"),
-                      cell("errors", 0), cell("timeouts", 0), cell("not_applicable", 0))  # fmt: skip
+        table.add_row(type_name, routes[type_name], cell(f"{p}/count", 0), cell(f"{p}/score"), cell(f"{p}/accuracy"),
+                      cell(f"{p}/format"), *(cell(f"{p}/{name}") for name in extra), cell(f"{p}/errors", 0),
+                      cell(f"{p}/timeouts", 0), cell(f"{p}/not_applicable", 0))  # fmt: skip
     total = sum(metrics.get(f"reward/{t}/count", 0) for t in routes)
     table.add_row("all", "", str(int(total)), f"{metrics.get('reward/score', 0.0):.3f}", "", "",
+                  *(cell(f"reward/extra/{name}/mean") for name in extra),
                   str(int(metrics.get("reward/errors", 0))), str(int(metrics.get("reward/timeouts", 0))), "")  # fmt: skip
     return table
+
+
+def _weights(extra: dict[str, float]) -> str:
+    return ", ".join(f"{name} {weight:g}" for name, weight in extra.items())
 
 
 @app.command()
@@ -207,6 +218,7 @@ def describe(
     """Where a reward lives, what it does, and its scoring policy."""
     import inspect
 
+    from evr1.experiment_files import PACKAGE
     from evr1.registry import REWARDS, UnknownNameError
     from evr1.rewards.contract import status_of
 
@@ -224,11 +236,12 @@ def describe(
         file = inspect.getsourcefile(target)
     except TypeError:
         file = None
+    own = (inspect.getdoc(target) or description.summary).splitlines()
     lines = [f"rewards:{description.name}", f"  {description.module}" + (f" [{file}]" if file else ""),
-             f"  origin: {description.origin}", f"  {description.summary}"]  # fmt: skip
-    policy = inspect.getdoc(module) if module is not None else None
-    if policy:
-        lines += ["", f"policy ({module.__name__}):", policy]  # type: ignore[union-attr]
+             f"  origin: {description.origin}", *(f"  {line}".rstrip() for line in own)]  # fmt: skip
+    about = inspect.getdoc(module) if module is not None and not module.__name__.startswith(f"{PACKAGE}.") else None
+    if about:  # the module's account of the rewards it holds (an experiment file's docstring describes the experiment)
+        lines += ["", f"module {module.__name__}, which holds it:", about]  # type: ignore[union-attr]
     status = status_of(REWARDS.get(name))
     if status is not None:
         lines += ["", "here:", *(f"  {line}" for line in status(build_spec([], [], experiment)))]
@@ -250,3 +263,8 @@ def show_routes(
     for problem_type, name in router.routes.items():
         table.add_row(problem_type.value, name)
     console.print(table)
+    spec = router.spec
+    extra = "".join(f", {name} ({weight:g})" for name, weight in router.extra.items())
+    console.print(f"score: the weighted mean of the route's accuracy ({spec.accuracy_weight:g}), the format"
+                  f" ({spec.format_weight:g}){extra}" + (", each extra reward where it applies" if extra else ""),
+                  soft_wrap=True)

@@ -42,7 +42,7 @@ from typing import Any
 
 import xxhash
 
-from evr1.data.media import Geometry, MediaError
+from evr1.data.frame_sampling import Geometry, MediaError
 from evr1.errors import Evr1Error
 
 _log = logging.getLogger(__name__)

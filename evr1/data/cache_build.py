@@ -35,8 +35,8 @@ from typing import Any
 
 from evr1.data.cache import CacheFileError, TensorCache, encode_entry, entry_key, fingerprint
 from evr1.data.decode import check_file
+from evr1.data.frame_sampling import MediaError
 from evr1.data.loader import MediaLoader
-from evr1.data.media import MediaError
 from evr1.data.records import MediaRef, Record
 from evr1.specs import CacheSpec, ImageSpec, VideoSpec
 

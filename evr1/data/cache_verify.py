@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from evr1.data.cache import SCHEMA_VERSION, CacheError, DamagedEntryError, SourceDigests, TensorCache, entry_schema
-from evr1.data.media import Geometry, MediaError
+from evr1.data.frame_sampling import Geometry, MediaError
 
 
 @dataclass

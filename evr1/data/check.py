@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evr1.data.decode import VideoInfo, probe_video, read_frames, read_image
-from evr1.data.media import FRAME_FACTOR, MediaError
+from evr1.data.frame_sampling import FRAME_FACTOR, MediaError
 from evr1.data.records import Located, MediaRef, Record, RecordError, record_files, scan_records
 from evr1.errors import ConfigError, Evr1Error
 from evr1.problem_types import ProblemType

@@ -1,7 +1,8 @@
-"""Decoding with PyAV (the default decoder), decord or torchcodec (extras `decord`, `torchcodec`: the
-same frames bit for bit) and Pillow; every failure becomes a `MediaError`.
+"""Decoding with PyAV (the default decoder), decord or torchcodec (extras `decord`, `torchcodec`; PyAV and
+torchcodec give the same frames bit for bit, decord other chroma on 10-bit and odd-sided 4:2:0 video) and
+Pillow; every failure becomes a `MediaError`.
 
-Frames come out as decord and torchcodec give them (and so qwen-vl-utils): YUV converted to RGB by
+Frames come out as torchcodec gives them (and so qwen-vl-utils, which prefers it): YUV converted to RGB by
 FFmpeg's scaler with the stream's own matrix and range (BT.601, BT.709, BT.2020; limited or full;
 an untagged stream is BT.601, limited range unless its pixel format is a full-range one), then
 turned upright by the display matrix (0/90/180/270 degrees, as phones write it). Sizes are the
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evr1.data.media import MediaError
+from evr1.data.frame_sampling import MediaError
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,9 @@ def _upright(frame: np.ndarray, rotation: float, path: str | Path) -> np.ndarray
 
 
 def _to_rgb(frame, path: str | Path) -> np.ndarray:
-    """A decoded PyAV frame as uint8 RGB (H, W, 3), converted and turned as torchcodec does (and decord,
-    10-bit video aside): the frame's matrix and range, with FFmpeg's bicubic scaler flags.
+    """A decoded PyAV frame as uint8 RGB (H, W, 3), converted and turned as torchcodec does: the frame's
+    matrix and range, with FFmpeg's bicubic scaler flags (decord's bilinear ones give other chroma on 10-bit
+    4:2:0 and odd-sided 4:2:0, where swscale upsamples chroma through its filter).
 
     PyAV only applies a colour matrix and range when they differ from the destination's, so the
     destination is given the same matrix and the other range (a range that RGB output ignores)."""

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from evr1.data.decode import probe_video, read_frames, read_image
-from evr1.data.media import FramePlan, Geometry, image_size, plan_frames
+from evr1.data.frame_sampling import FramePlan, Geometry, image_size, plan_frames
 from evr1.data.patches import Patches, image_patches, video_patches
 from evr1.specs import ImageSpec, VideoSpec
 

@@ -32,8 +32,8 @@ from evr1.data.cache import (
     source_identity,
 )
 from evr1.data.decode import check_decoder, check_file
+from evr1.data.frame_sampling import Geometry
 from evr1.data.live import PIXELS_VERSION, MediaInfo, Prepared, prepare_image, prepare_video
-from evr1.data.media import Geometry
 from evr1.data.patches import Normaliser, OutputPool, Patches, from_buffer
 from evr1.data.records import MediaRef, Record
 from evr1.errors import ConfigError, Evr1Error

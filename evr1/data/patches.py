@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from evr1.data.media import Geometry
+from evr1.data.frame_sampling import Geometry
 
 _POOL_MIN_BYTES = 4 << 20  # smaller outputs are cheap to allocate
 

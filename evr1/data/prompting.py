@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from evr1.data.cache import CacheError
+from evr1.data.frame_sampling import MediaError
 from evr1.data.loader import CacheMissError, MediaLoader, ProcessedMedia
-from evr1.data.media import MediaError
 from evr1.data.records import MediaRef, Record
 from evr1.errors import ConfigError, Evr1Error
 from evr1.rewards.contract import BoxUnits, Shown, model_box_units
@@ -58,7 +58,7 @@ def _load_failure(record: Record, ref: MediaRef, exc: Exception) -> MediaFailure
     return MediaFailure(record.id, ref.path, ref.kind, reason, detail)
 
 
-def question_text(record: Record, spec: PromptSpec) -> str:
+def training_question_text(record: Record, spec: PromptSpec) -> str:
     """The user text: problem, then options as `A. text` lines (when given), then the instruction."""
     parts = [record.problem.strip()]
     if record.options:
@@ -131,7 +131,7 @@ class RecordPrompter:
             media = [self._load(record, ref) for ref in record.media]
             self.media_loaded += len(media)
             self.cache_hits += sum(m.cache_hit for m in media)
-            messages = chat_messages(question_text(record, self.spec), [m.kind for m in media], self.spec.system)
+            messages = chat_messages(training_question_text(record, self.spec), [m.kind for m in media], self.spec.system)
             prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media],
                                   chat_template=self.chat_template, thinking=self.spec.thinking)
             if self.max_tokens is not None and len(prompt) > self.max_tokens:

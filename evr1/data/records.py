@@ -34,14 +34,21 @@ RECORD_SUFFIXES = (".jsonl", ".json")
 
 
 class MediaRef(BaseModel):
-    """A video or image, by path relative to the data root; videos may name a clip in seconds."""
+    """A video or image, by path relative to the data root; videos may name a clip in seconds.
+
+    A negative `start` is read as 0 (the video's beginning), as qwen-vl-utils clamps `video_start`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["video", "image"]
     path: str = Field(min_length=1)
-    start: float | None = Field(default=None, ge=0)
+    start: float | None = None
     end: float | None = Field(default=None, gt=0)
+
+    @field_validator("start")
+    @classmethod
+    def _clamp_start(cls, start: float | None) -> float | None:
+        return None if start is None else max(0.0, start)
 
     @model_validator(mode="after")
     def _clip(self) -> MediaRef:

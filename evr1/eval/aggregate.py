@@ -4,11 +4,13 @@ A row is one sample as written to `samples.jsonl`: `score` in [0, 1] (0 for a fa
 unparseable sample, which is never dropped), `meta` (the record's meta: sub-task, category, ...),
 `components` (e.g. `tiou`/`viou`) and `error`. Every function returns an `Aggregate` whose
 numbers are percentages (0-100).
+
+These are the shapes several benchmarks share; an aggregation of one benchmark's own (Video-MME-v2's group score,
+VideoMathQA's MBin, ...) lives in its module (`evr1.eval.benchmarks.<name>`), built on these helpers.
 """
 
 from __future__ import annotations
 
-import ast
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +37,8 @@ def meta_value(row: Row, key: str) -> str:
     return "unknown" if value is None or value == "" else str(value)
 
 
-def _pct(values: Iterable[float]) -> float:
+def pct(values: Iterable[float]) -> float:
+    """The mean of `values` in percent (0 for none)."""
     values = list(values)
     return 100.0 * sum(values) / len(values) if values else 0.0
 
@@ -59,10 +62,11 @@ def groups(rows: Sequence[Row], key: str) -> dict[str, list[Row]]:
 
 def breakdown(rows: Sequence[Row], key: str) -> dict[str, tuple[float, int]]:
     """Mean score (percent) and count of each category of `key`."""
-    return {label: (_pct(r["score"] for r in members), len(members)) for label, members in groups(rows, key).items()}
+    return {label: (pct(r["score"] for r in members), len(members)) for label, members in groups(rows, key).items()}
 
 
-def _breakdowns(rows: Sequence[Row], keys: Sequence[str]) -> dict[str, dict[str, tuple[float, int]]]:
+def breakdowns_by(rows: Sequence[Row], keys: Sequence[str]) -> dict[str, dict[str, tuple[float, int]]]:
+    """`breakdown` by each of `keys` that some row's meta has."""
     return {key: breakdown(rows, key) for key in keys if any(key in (r.get("meta") or {}) for r in rows)}
 
 
@@ -70,8 +74,8 @@ def accuracy(*keys: str, name: str = "accuracy") -> Aggregator:
     """Mean score over all items (metric `name`), with breakdowns by the given meta keys."""
 
     def aggregate(rows: Sequence[Row]) -> Aggregate:
-        overall = _pct(r["score"] for r in rows)
-        return Aggregate(overall, {name: overall}, _breakdowns(rows, keys))
+        overall = pct(r["score"] for r in rows)
+        return Aggregate(overall, {name: overall}, breakdowns_by(rows, keys))
 
     return aggregate
 
@@ -85,7 +89,7 @@ def macro(key: str, *more: str, name: str = "macro_avg", within: str | None = No
 
     def category(members: Sequence[Row]) -> float:
         if within is None:
-            return _pct(r["score"] for r in members)
+            return pct(r["score"] for r in members)
         per = breakdown(members, within)
         return sum(s for s, _ in per.values()) / len(per)
 
@@ -93,7 +97,7 @@ def macro(key: str, *more: str, name: str = "macro_avg", within: str | None = No
         per = [category(members) for members in groups(rows, key).values()]
         score = sum(per) / len(per) if per else 0.0
         keys = (key, *more, *((within,) if within else ()))
-        return Aggregate(score, {name: score, "accuracy": _pct(r["score"] for r in rows)}, _breakdowns(rows, keys))
+        return Aggregate(score, {name: score, "accuracy": pct(r["score"] for r in rows)}, breakdowns_by(rows, keys))
 
     return aggregate
 
@@ -107,138 +111,7 @@ def nested_macro(outer: str, inner: str) -> Aggregator:
             per = breakdown(members, inner)
             metrics[label] = sum(s for s, _ in per.values()) / len(per)
         score = sum(metrics.values()) / len(metrics) if metrics else 0.0
-        return Aggregate(score, {"overall": score, **metrics}, _breakdowns(rows, (outer, inner)))
+        return Aggregate(score, {"overall": score, **metrics}, breakdowns_by(rows, (outer, inner)))
 
     return aggregate
 
-
-def grounding(thresholds: Sequence[float] = (0.3, 0.5, 0.7)) -> Aggregator:
-    """Temporal grounding (Charades-STA): mIoU and recall at IoU thresholds (the score is the IoU)."""
-
-    def aggregate(rows: Sequence[Row]) -> Aggregate:
-        ious = [float(r["score"]) for r in rows]
-        metrics = {"mIoU": _pct(ious)}
-        for t in thresholds:
-            metrics[f"R@{t:g}"] = _pct(1.0 if iou >= t else 0.0 for iou in ious)
-        return Aggregate(metrics["mIoU"], metrics)
-
-    return aggregate
-
-
-def spatio_temporal(*keys: str) -> Aggregator:
-    """STVG: mean of 0.5 tIoU + 0.5 box IoU, with the mean tIoU and box IoU reported apart."""
-
-    def aggregate(rows: Sequence[Row]) -> Aggregate:
-        comp = [r.get("components") or {} for r in rows]
-        metrics = {
-            "score": _pct(r["score"] for r in rows),
-            "tIoU": _pct(c.get("tiou", 0.0) for c in comp),
-            "box_IoU": _pct(c.get("viou", 0.0) for c in comp),
-        }
-        return Aggregate(metrics["score"], metrics, _breakdowns(rows, keys))
-
-    return aggregate
-
-
-def videomath(*keys: str) -> Aggregator:
-    """VideoMathQA: MBin (a question counts only when all its binary pairs are right) and MCQ accuracy.
-
-    Breakdowns are labelled by metric: `<key> (MBin)` over MBin questions (a question takes its first
-    pair's label, as lmms-eval's per-category MBin), `<key> (MCQ)` over MCQ items.
-    """
-
-    def aggregate(rows: Sequence[Row]) -> Aggregate:
-        mcq = [r for r in rows if meta_value(r, "setting") == "mcq"]
-        mbin = [r for r in rows if meta_value(r, "setting") == "mbin"]
-        questions = [
-            {"score": 1.0 if all(r["score"] >= 1.0 for r in members) else 0.0, "meta": members[0].get("meta") or {}}
-            for members in groups(mbin, "question_id").values()
-        ]
-        mbin_score = _pct(q["score"] for q in questions)
-        metrics = {"MBin": mbin_score, "MCQ": _pct(r["score"] for r in mcq), "mbin_questions": float(len(questions))}
-        tables = {f"{key} (MBin)": table for key, table in _breakdowns(questions, keys).items()}
-        tables.update({f"{key} (MCQ)": table for key, table in _breakdowns(mcq, keys).items()})
-        return Aggregate(mbin_score if mbin else metrics["MCQ"], metrics, tables)
-
-    return aggregate
-
-
-RELEVANCE = (0.0, 1 / 16, 4 / 16, 9 / 16, 1.0)  # by number of right answers (of 4)
-LOGIC = {  # group structure -> score by length of the right chain
-    (1, 2, 3, 4): (0.0, 1 / 16, 4 / 16, 9 / 16, 1.0),
-    (1, (2, 3), 4): (0.0, 1 / 12, 4 / 12, 7 / 12, 1.0),
-    ((1, 2), 3, 4): (0.0, 1 / 10, 2 / 10, 5 / 10, 1.0),
-}
-
-
-def as_tuple(value: Any) -> Any:
-    return tuple(as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
-
-
-def logic_chain(right: Sequence[bool], structure: Any) -> int:
-    """Length of the chain of right answers in a Video-MME-v2 logic group.
-
-    Questions are answered in order; the chain stops at the first wrong one, except that of two
-    parallel questions (a bracketed pair in the structure) one right is enough to go on.
-    """
-    shape = as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)
-    if shape not in LOGIC:
-        raise ValueError(f"unknown Video-MME-v2 group structure {structure!r}; known: {list(LOGIC)}")
-    chain = 0
-    while chain < len(right) and right[chain]:
-        chain += 1
-    if shape == (1, (2, 3), 4) and chain == 1 and len(right) > 2 and right[2]:
-        chain = 2
-    if shape == ((1, 2), 3, 4) and chain == 0 and len(right) > 1 and right[1]:
-        chain = 1
-    return chain
-
-
-def question_order(row: Row) -> tuple[int, str]:
-    """Video-MME-v2 question order in its group: the number after the last "-" of `question_id` ("001-3" -> 3)."""
-    qid = str((row.get("meta") or {}).get("question_id", row.get("id")))
-    suffix = qid.rsplit("-", 1)[-1]
-    return (int(suffix), qid) if suffix.isdigit() else (0, qid)
-
-
-def group_score(members: Sequence[Row]) -> float:
-    """The non-linear score of one Video-MME-v2 question group (four questions about one video)."""
-    ordered = sorted(members, key=question_order)
-    right = [r["score"] >= 1.0 for r in ordered]
-    if meta_value(ordered[0], "group_type") == "logic":
-        structure = (ordered[0].get("meta") or {}).get("group_structure")
-        return LOGIC[as_tuple(ast.literal_eval(structure) if isinstance(structure, str) else structure)][
-            min(logic_chain(right, structure), 4)
-        ]
-    return RELEVANCE[min(sum(right), 4)]
-
-
-GROUP_KEYS = ("group_type", "level", "second_head", "third_head")
-
-
-def grouped_nonlinear(group_key: str = "group_id") -> Aggregator:
-    """Video-MME-v2: mean over question groups of the group's non-linear score, and plain accuracy.
-
-    Breakdowns (by `GROUP_KEYS`: the official `level_N`, `second_head`, `third_head`) are group scores over
-    groups (n = groups); a group takes the labels of its last question, as the official `get_final_rating`.
-    `relevance_linear_score` is the official linear counterpart (right answers / 4) over relevance groups.
-    """
-
-    def aggregate(rows: Sequence[Row]) -> Aggregate:
-        by_group = groups(rows, group_key)
-        scored = [
-            {"score": group_score(members), "right": sum(r["score"] >= 1.0 for r in members) / 4,
-             "meta": (max(members, key=question_order).get("meta") or {})}
-            for members in by_group.values()
-        ]
-        overall = _pct(g["score"] for g in scored)
-        metrics = {"group_score": overall, "accuracy": _pct(r["score"] for r in rows)}
-        for kind in ("relevance", "logic"):
-            chosen = [g for g in scored if meta_value(g, "group_type") == kind]
-            if chosen:
-                metrics[f"{kind}_score"] = _pct(g["score"] for g in chosen)
-            if chosen and kind == "relevance":
-                metrics["relevance_linear_score"] = _pct(g["right"] for g in chosen)
-        return Aggregate(overall, metrics, _breakdowns(scored, GROUP_KEYS))
-
-    return aggregate

@@ -21,12 +21,12 @@ from typing import Any
 
 from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error, known_list
-from evr1.eval.benchmark import Benchmark
-from evr1.eval.prompting import LETTERS
+from evr1.eval.definition import Benchmark
+from evr1.eval.eval_prompt import LETTERS
 from evr1.eval.protocols import Protocol, needs_official_judge
 from evr1.eval.report import write_run
 from evr1.eval.responders import EngineResponder, Responder, ScriptedResponder, engine_chooses
-from evr1.eval.runner import RunOptions, evaluate_benchmark
+from evr1.eval.samples import RunOptions, evaluate_benchmark
 from evr1.run_dir import CONFIG_FILE, FINAL_MODEL
 from evr1.specs import EvalSpec, JudgeSpec, ModelSpec, RewardSpec
 
@@ -229,7 +229,7 @@ def evaluate(spec: EvalSpec, responder: Responder, run_dir: str | Path, *, bench
 def read_responses(path: str | Path) -> tuple[dict[str, str | None], dict[str, str]]:
     """`{id: response}` of a JSONL file of `{"id": ..., "response": text or null}` rows, and `{id: letter}` of the
     rows that also carry `"official_choice"`: the option letter an official scorer choosing by logits picked
-    (LiveSports-3K: `evr1.eval.official_logits`), recorded where the model ran; errors name the line."""
+    (LiveSports-3K: `evr1.eval.logit_choice`), recorded where the model ran; errors name the line."""
     path = Path(path)
     if not path.is_file():
         raise Evr1Error(f"responses file {path} does not exist")

@@ -2,8 +2,9 @@
 
     write_fixtures(out)  # out/<benchmark folder>/<annotations> and the media they name
 
-Videos are 4-second 64x48 H.264 clips at 4 fps (`evr1.data.testclips`); images are 64x48 PNGs.
-The media files written are exactly those the imported records refer to.
+The annotation rows are each benchmark's `fixtures` (set in its module, `evr1.eval.benchmarks.<name>`). Videos are
+4-second 64x48 H.264 clips at 4 fps (`evr1.data.testclips`); images are 64x48 PNGs. The media files written are
+exactly those the imported records refer to.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import json
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-
-from evr1.eval.fixture_rows import FIXTURES
 
 CLIP_SECONDS, CLIP_FPS, CLIP_SIZE = 4, 4, (64, 48)
 
@@ -24,11 +23,11 @@ def write_fixtures(out: str | Path, benchmarks: Sequence[str] | None = None) -> 
     from evr1.registry import BENCHMARKS
 
     out = Path(out)
-    names = list(benchmarks) if benchmarks else sorted(FIXTURES)
+    names = list(benchmarks) if benchmarks else sorted(n for n in BENCHMARKS.names() if BENCHMARKS.get(n).fixtures)
     counts: dict[str, int] = {}
     for name in names:
         bench = BENCHMARKS.get(name)
-        for relative, content in FIXTURES[bench.name].items():
+        for relative, content in bench.fixtures.items():
             path = out / bench.folder / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(content, indent=1), encoding="utf-8")

@@ -7,9 +7,9 @@
   rule (a sample row -> the official item score, or None when the official scorer drops the item from
   every denominator), the rows its aggregation counts where it merges items (`Official.counted`) and its
   aggregation; where the scorer asks an LLM judge with its own prompt, its judge step
-  (`Official.judge`, run when the answer is scored: `evr1.eval.official_judge`; the row's `official` holds its
+  (`Official.judge`, run when the answer is scored: `evr1.eval.judging`; the row's `official` holds its
   result for the item rule); where it chooses answers by the model's logits over the option letters, its choice
-  (`Official.choice`, made when the model runs: `evr1.eval.official_logits`; given responses hold none, and the
+  (`Official.choice`, made when the model runs: `evr1.eval.logit_choice`; given responses hold none, and the
   block is then unavailable). A benchmark without an item rule scores its items as `strict`
   does; without an `Official` at all, its official block is the strict one (docs/benchmarks.md says which).
 
@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evr1.errors import Evr1Error
 from evr1.eval.aggregate import Aggregator
-from evr1.eval.official_logits import LogitChoice, missing_choice
+from evr1.eval.logit_choice import LogitChoice, missing_choice
 
 if TYPE_CHECKING:
     from evr1.data.records import Record
-    from evr1.eval.benchmark import Benchmark
+    from evr1.eval.definition import Benchmark
     from evr1.specs import JudgeSpec
 
 Row = Mapping[str, Any]

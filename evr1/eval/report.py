@@ -16,7 +16,10 @@ from evr1.eval.protocols import Protocol, protocol_block
 COUNTERS = ("n: samples counted; failed: no answer scored (preparation, generation or scoring failed, or no response given);"
             " unparsed: answered without an answer of the problem type's form; dropped: left out of the denominators."
             " strict: evr1's rules (failed and unparsed score 0 and count in n, nothing dropped); official: the benchmark"
-            " authors' scorer (what it drops or counts: docs/benchmarks.md).")
+            " authors' scorer (what it drops or counts: docs/benchmarks.md). n/a: no such number (a protocol that"
+            " cannot score the benchmark here, which its notes say why; a metric that one protocol alone reports).")
+MISSING = "n/a"  # a number the results do not hold: never a blank cell, which reads as a gap in the data
+NOT_RUN = "not run"  # compare: the run did not evaluate the benchmark
 
 
 def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
@@ -37,7 +40,7 @@ def _blocks(result: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 
 def _fmt(value: Any) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return MISSING if value is None else f"{value:.2f}"
 
 
 def _metric_rows(blocks: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -55,7 +58,7 @@ def _breakdown_rows(blocks: Mapping[str, Mapping[str, Any]]) -> list[str]:
         lines += ["", f"| {key} | " + " | ".join(f"{p} | n" for p in tables) + " |", "|---|" + "---:|---:|" * len(tables)]
         for label in labels:
             cells = [(t.get(label) or {}) for t in tables.values()]
-            lines.append(f"| {label} | " + " | ".join(f"{_fmt(c.get('score'))} | {c.get('n', '-')}" for c in cells) + " |")
+            lines.append(f"| {label} | " + " | ".join(f"{_fmt(c.get('score'))} | {c.get('n', MISSING)}" for c in cells) + " |")
     return lines
 
 
@@ -74,8 +77,8 @@ def markdown(results: Mapping[str, Any]) -> str:
         b = _blocks(r)
         off, st = b.get("official", {}), b.get("strict", {})
         lines.append(f"| {r['title']} | {r.get('protocol', 'strict')} | {_fmt(off.get('score'))} | {_fmt(st.get('score'))}"
-                     f" | {r['metric']} | {off.get('n', '-')} / {st.get('n', '-')} | {r['failed']}"
-                     f" | {off.get('unparsed', '-')} / {st.get('unparsed', '-')} | {off.get('dropped', '-')} |")
+                     f" | {r['metric']} | {off.get('n', MISSING)} / {st.get('n', MISSING)} | {r['failed']}"
+                     f" | {off.get('unparsed', MISSING)} / {st.get('unparsed', MISSING)} | {off.get('dropped', MISSING)} |")
     for name, r in benches.items():
         lines += ["", f"## {r['title']} (`{name}`)", ""]
         own = {k: v for k, v in r.get("settings", {}).items() if k != "benchmark" and k not in common}
@@ -129,9 +132,16 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any], protocol: Protocol = "of
 
 def compare_table(a: Mapping[str, Any], b: Mapping[str, Any], protocol: Protocol = "official",
                   names: tuple[str, str] = ("A", "B")) -> str:
-    """A Markdown table of `compare` under `protocol` with deltas (B - A)."""
-    lines = [f"protocol: {protocol}", "", "| benchmark | metric | A | B | delta |", "|---|---|---:|---:|---:|"]
+    """A Markdown table of `compare` under `protocol` with deltas (B - A); a cell without a number says why (`NOT_RUN`,
+    `MISSING`), and a legend under the table says what each means."""
+    lines = [f"protocol: {protocol}; A: {names[0]}, B: {names[1]}", "", "| benchmark | metric | A | B | delta |",
+             "|---|---|---:|---:|---:|"]
     for name, metric, va, vb in compare(a, b, protocol, names):
-        delta = "-" if va is None or vb is None else f"{vb - va:+.2f}"
-        lines.append(f"| {name} | {metric} | {_fmt(va)} | {_fmt(vb)} | {delta} |")
+        cells = [_fmt(v) if name in run["benchmarks"] else NOT_RUN for v, run in ((va, a), (vb, b))]
+        delta = MISSING if va is None or vb is None else f"{vb - va:+.2f}"
+        lines.append(f"| {name} | {metric} | {cells[0]} | {cells[1]} | {delta} |")
+    legend = (f"{NOT_RUN}: the run did not evaluate the benchmark; {MISSING}: the run holds no such number under this"
+              " protocol (a metric of the other run only, or a protocol that could not score it: see its results.md);"
+              f" delta: B - A, {MISSING} unless both have a number.")
+    lines += ["", legend]
     return "\n".join(lines)

@@ -4,7 +4,7 @@ A responder `prepare`s one record (media from the cache or decoded live, prompt 
 `evr1.models.build_prompt`) in a worker thread, and `respond`s to a batch of prepared samples on
 the main thread. A sample whose preparation fails carries the error and is scored 0. A responder that `chooses`
 (a model whose engine gives logits) also prepares, when asked, the prompt of an official choice by logits
-(`evr1.eval.official_logits`) and makes the choices of a batch (`choose`).
+(`evr1.eval.logit_choice`) and makes the choices of a batch (`choose`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evr1.data.records import Record
-from evr1.eval.official_logits import LogitChoice
-from evr1.eval.prompting import PromptMode, prompt_hash, question_text
+from evr1.eval.eval_prompt import PromptMode, eval_question_text, prompt_hash
+from evr1.eval.logit_choice import LogitChoice
 from evr1.rewards.contract import Shown
 
 
@@ -87,7 +87,7 @@ class ScriptedResponder:
 
     def prepare(self, record: Record, choice: LogitChoice | None = None) -> Prepared:
         error = "no response given" if self.response(record.id) is None else None
-        return Prepared(record, question_text(record, self.mode), error=error)
+        return Prepared(record, eval_question_text(record, self.mode), error=error)
 
     def respond(self, batch: Sequence[Prepared]) -> list[str]:
         self.asked += [p.record.id for p in batch]
@@ -123,7 +123,7 @@ class EngineResponder:
         from evr1.data.prompting import shown_of
         from evr1.models import build_prompt, chat_messages
 
-        question = question_text(record, self.mode)
+        question = eval_question_text(record, self.mode)
         kinds = [m.kind for m in record.media]
         try:
             prompt, media = media_prompt(self.processor, self.loader, chat_messages(question, kinds), record.media, record.id)
@@ -146,6 +146,7 @@ class EngineResponder:
 
     def describe(self) -> dict[str, Any]:
         p = self.params
-        decoding = {"greedy": p.greedy, "temperature": p.temperature, "top_p": p.top_p, "top_k": p.top_k, "max_tokens": p.max_tokens}
+        sampling = {} if p.greedy else {"temperature": p.temperature, "top_p": p.top_p, "top_k": p.top_k}  # unused if greedy
+        decoding = {"greedy": p.greedy, **sampling, "max_tokens": p.max_tokens}
         return {"responder": "engine", "engine": type(self.engine).__name__, "model": self.model, "prompt_mode": self.mode,
                 "decoding": decoding}

@@ -33,10 +33,11 @@ CONVENTIONS: dict[str, Convention] = {
     ),
     "policy_losses": Convention(
         text="fn(logprobs, old_logprobs, advantages, response_mask, *, spec, normaliser, offline=None,"
-        " behaviour_logprobs=None, ref_logprobs=None, entropy=None, kl_coef=None, staleness=None) -> (loss, metrics)",
+        " behaviour_logprobs=None, ref_logprobs=None, entropy=None, kl_coef=None, staleness=None, rollout_weights=None)"
+        " -> (loss, metrics)",
         positional=("logprobs", "old_logprobs", "advantages", "response_mask"),
         keywords=("spec", "normaliser", "offline", "entropy", "kl_coef"),
-        sometimes=("behaviour_logprobs", "ref_logprobs", "staleness"),
+        sometimes=("behaviour_logprobs", "ref_logprobs", "staleness", "rollout_weights"),
     ),
     "mixers": Convention(
         text="class Mixer(spec, n, *, records, tokenizer, stop_token_id, max_tokens) with online_count(record, step),"
@@ -83,10 +84,15 @@ ENGINES: Registry = _checked("engines", "evr1.engines.builtin")
 MODELS: Registry = _checked("models", "evr1.models.builtin")
 BENCHMARKS: Registry = Registry("benchmarks", builtin_modules=["evr1.eval.benchmarks"])
 EXPERIMENTS: Registry = Registry("experiments")
+ROLLOUT_CORRECTIONS: Registry = Registry(
+    "rollout_corrections", builtin_modules=["evr1.algos.rollout_presets"], check=requires_params()
+)
 
 REGISTRIES: dict[str, Registry] = {
     r.name: r
-    for r in (REWARDS, ADVANTAGES, POLICY_LOSSES, MIXERS, SAMPLERS, ENGINES, MODELS, BENCHMARKS, EXPERIMENTS)
+    for r in (
+        REWARDS, ADVANTAGES, POLICY_LOSSES, MIXERS, SAMPLERS, ENGINES, MODELS, BENCHMARKS, EXPERIMENTS, ROLLOUT_CORRECTIONS
+    )
 }
 
 __all__ = [
@@ -100,6 +106,7 @@ __all__ = [
     "POLICY_LOSSES",
     "REGISTRIES",
     "REWARDS",
+    "ROLLOUT_CORRECTIONS",
     "SAMPLERS",
     "Call",
     "Convention",

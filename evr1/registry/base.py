@@ -299,6 +299,11 @@ class Registry(Generic[T]):
     def describe_origin(self, name: str) -> str:
         return self._origins.get(name, "?")
 
+    def holds(self, obj: object) -> bool:
+        """Whether `obj` itself is an entry registered so far (no entry point is loaded to find out)."""
+        with self._lock:
+            return any(entry is obj for entry in self._entries.values())
+
     # -- discovery ----------------------------------------------------------------------
     def _ensure_loaded(self) -> None:
         if self._loaded:

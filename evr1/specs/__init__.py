@@ -2,7 +2,7 @@
 
 Every setting lives in exactly one spec. A spec shared by several parts (the `VideoSpec` used by
 the cache, the rollout and the eval adapter) is one object in the experiment graph, passed to all.
-The specs are split by area (`base`, `model`, `media`, `data`, `rollout`, `mixing`, `rewards`, `algo`, `trainer`,
+The specs are split by area (`base`, `model`, `media`, `data`, `rollout`, `mixing`, `rewards`, `rollout_correction`, `algo`, `trainer`,
 `evaluation`); import them from here.
 """
 
@@ -15,6 +15,7 @@ from evr1.specs.mixing import MixerSpec
 from evr1.specs.model import LANGUAGE_PROJECTIONS, LINEAR_ATTENTION_PROJECTIONS, LoraSpec, ModelSpec
 from evr1.specs.rewards import CodeSandboxSpec, JudgeSpec, RewardSpec
 from evr1.specs.rollout import RolloutSpec
+from evr1.specs.rollout_correction import RejectionRule, RolloutCorrectionSpec
 from evr1.specs.trainer import OptimSpec, ResourcesSpec, TrainerSpec
 
 __all__ = [
@@ -40,8 +41,10 @@ __all__ = [
     "Probability",
     "PromptSpec",
     "RegistryName",
+    "RejectionRule",
     "ResourcesSpec",
     "RewardSpec",
+    "RolloutCorrectionSpec",
     "RolloutSpec",
     "Spec",
     "SynthSpec",

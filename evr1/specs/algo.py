@@ -5,9 +5,10 @@ from __future__ import annotations
 import warnings
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from evr1.specs.base import PositiveInt, RegistryName, Spec
+from evr1.specs.rollout_correction import RolloutCorrectionSpec
 
 
 class KLSpec(Spec):
@@ -118,6 +119,8 @@ class AlgoSpec(Spec):
     (log-ratio 15: gradient 3.3e6*|A| without the cap) gets no gradient; None turns it off. `cispo`
     (its weight is capped at 1+clip_high) and `reinforce` (unclipped by definition) do not read it.
     Other options of one built-in estimator or loss are errors with another (they would do nothing).
+    `rollout_correction`: the engine–learner mismatch correction on online rows (`RolloutCorrectionSpec`),
+    or the name of a preset in the `rollout_corrections` registry (`token_tis`, `seq_mis`, ...).
     """
 
     advantage: RegistryName("advantages") = "grpo"
@@ -137,6 +140,19 @@ class AlgoSpec(Spec):
     entropy_coef: float = 0.0
     dynamic_sampling: DynamicSamplingSpec | None = None
     overlong: OverlongSpec | None = None
+    rollout_correction: RolloutCorrectionSpec = Field(default_factory=RolloutCorrectionSpec)
+
+    @field_validator("rollout_correction", mode="before")
+    @classmethod
+    def _preset(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        from evr1.registry import ROLLOUT_CORRECTIONS, UnknownNameError
+
+        try:
+            return ROLLOUT_CORRECTIONS.get(value)()
+        except UnknownNameError as exc:
+            raise ValueError(str(exc)) from None
 
     @model_validator(mode="after")
     def _coherent(self) -> AlgoSpec:

@@ -15,10 +15,12 @@ class VideoSpec(Spec):
     `fps` samples `duration * fps` frames clamped to `[min_frames, max_frames]`; `nframes` takes a
     fixed count (both rounded to pairs of frames). `min_pixels`/`max_pixels` bound each frame (also
     capped at 768 tokens, as qwen-vl-utils caps it); `total_pixels` (qwen-vl-utils' meaning) lowers
-    the per-frame bound to `total_pixels * 2 / frames`. Unset pixel limits are qwen-vl-utils'
+    the per-frame bound to `total_pixels * 2 / frames`, and is never exceeded: frames that `min_pixels`
+    would hold over it are refused (qwen-vl-utils goes over it). Unset pixel limits are qwen-vl-utils'
     defaults in the model family's own factor (28 px for Qwen2/2.5-VL, 32 px for Qwen3-VL): 128 to
-    768 tokens a frame, 115,200 in all. `decoder`: "pyav" (default), "decord" or "torchcodec" (extras
-    of those names; the same frames bit for bit, 10-bit video aside: see the README). `clock`: what a
+    768 tokens a frame, 115,200 in all. `decoder`: "pyav" (default) or "torchcodec" (extra): the
+    frames of qwen-vl-utils' torchcodec reader; "decord" (extra): those of its decord reader, which differ
+    on 10-bit and odd-sided 4:2:0 video (see the README). `clock`: what a
     Qwen3-VL prompt's frame times count from: "source" (seconds of the source video, as
     qwen-vl-utils + the HF processor time a clip) or "clip" (seconds since the clip's first frame).
     """

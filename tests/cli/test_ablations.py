@@ -61,7 +61,9 @@ def test_summary_table() -> None:
     ]
     never = [{"step": 0, "val/v/accuracy": 0.5}]
     table = summary({"a": rows, "b": never}).splitlines()
-    assert table[2:] == ["| a | v | 0.250 | 0.750 (step 2) | 0.950 | 1 | 3.00 |", "| b | v | 0.500 | 0.500 (step 0) | 0.500 | never | - |"]
+    assert table[2:] == ["| a | v | 0.250 | 0.750 (step 2) | 0.950 | 1 | 3.00 |", "| b | v | 0.500 | 0.500 (step 0) | 0.500 | never | n/a |",
+                         "", "s/step n/a: the variant's metrics hold no step time (no training step was logged)."]
+    assert "n/a" not in summary({"a": rows})  # every variant timed: no note
 
 
 @pytest.mark.slow

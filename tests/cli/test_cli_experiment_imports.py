@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cli_experiment_deps import QUICKSTART, project
+from test_cli_experiment_deps import QUICKSTART, listed_labels, project
 from test_cli_experiments import evr1_process as evr1
 
 from evr1.errors import ConfigError
@@ -45,7 +45,7 @@ def test_a_file_named_like_a_standard_module_leaves_that_module_alone(tmp_path: 
     (tmp_path / "experiments" / "other.py").write_text("import random\nSEED = random.randint(0, 10)\n" + BUILT_ON_QUICKSTART)
     listed = evr1("list", "experiments", cwd=tmp_path)  # imports random.py once, and other.py gets the standard random
     assert listed.returncode == 0, listed.stderr
-    assert "broken" not in listed.stdout and [line.split()[0] for line in listed.stdout.splitlines()[1:]] == ["other", "random"]
+    assert "broken" not in listed.stdout and listed_labels(listed.stdout) == ["other", "random"]
     shown = evr1("show", "other", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
 

@@ -98,7 +98,7 @@ def test_prepare_writes_a_run_dir_that_round_trips_and_a_dry_run_writes_nothing(
     exp = load_experiment(run_dir)
     assert exp.trainer.steps == 5 and exp.name == "quickstart"
     assert json.loads((run_dir / "run.json").read_text())["overrides"] == ["trainer.steps=5"]
-    assert (run_dir / "experiment.py").read_text() == (ROOT / "experiments" / "quickstart.py").read_text()
+    assert (run_dir / "experiment.py").read_text() == (ROOT / "evr1" / "experiments" / "quickstart.py").read_text()
 
 
 @pytest.mark.parametrize("leftover", ["config.json", "metrics.jsonl", "samples.jsonl", "checkpoints"])
@@ -123,6 +123,45 @@ def test_default_run_dir_under_run_root(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     (run_dir,) = (tmp_path / "quickstart-debug").iterdir()
     assert load_experiment(run_dir).trainer.steps == 3
+
+
+NAMED = """
+import fiddle as fdl
+
+from evr1.experiment import Experiment
+from evr1.specs import TrainerSpec
+
+
+def experiment():
+    return fdl.Config(Experiment, name="mine", trainer=fdl.Config(TrainerSpec, steps=3))
+
+
+def longer():
+    cfg = experiment()
+    cfg.trainer.steps = 9
+    return cfg
+"""
+
+
+@pytest.mark.parametrize(("name", "variant", "label"), [
+    ("mine", "experiment", "mine"), ("mine", "longer", "mine:longer"), ("named:longer", "longer", "named:longer"),
+    ("mine-longer", "longer", "mine-longer"), ("mine", "long", "mine:long")])
+def test_run_label_names_the_variant_once(name: str, variant: str, label: str) -> None:
+    from evr1.experiment import Experiment
+    from evr1.run_dir import run_label
+
+    assert run_label(Experiment(name=name), variant) == label
+
+
+def test_a_variant_of_an_experiment_that_names_itself_is_named_in_the_plan_and_folder(
+        tmp_path: Path, experiment_imports_restored: None) -> None:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "named.py").write_text(NAMED)
+    out = evr1("run", "named:longer", "--prepare", "--set", f"trainer.run_root='{tmp_path / 'runs'}'", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[:2] == ["plan:", "mine:longer"]  # the name the file gives, and the variant
+    (run_dir,) = (tmp_path / "runs" / "mine-longer").iterdir()
+    assert load_experiment(run_dir).name == "mine"
 
 
 @pytest.mark.parametrize(
@@ -161,13 +200,31 @@ def test_import_is_cheap() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_show_prints_the_description_as_text() -> None:
+def test_show_prints_the_docstring_and_the_description_as_text() -> None:
     out = evr1("show", "quickstart")
     assert out.returncode == 0, out.stderr
     assert "\\n" not in out.stdout and "description " not in out.stdout
     lines = out.stdout.splitlines()
-    assert lines[1] == "Quickstart: a tiny random-init Qwen2.5-VL learns synthetic video and image questions on CPU."
+    assert lines[0].startswith("quickstart  (file: ")  # the name as it is called
+    assert lines[1:5] == ["Tiny model, synthetic colour questions on 56x56 clips and images, GRPO + one offline answer per",
+                          "group of 4.", "",  # the function's docstring, then the description (the file's docstring)
+                          "A tiny random-init Qwen2.5-VL learns synthetic video and image questions on CPU."]
     assert "- lr 1e-3: 2e-3 learned the format sooner but collapsed to one letter and stayed at chance." in lines
+    debug = evr1("show", "quickstart:debug").stdout.splitlines()
+    assert debug[1:4] == ["Three steps, for smoke tests.", "",
+                          "A tiny random-init Qwen2.5-VL learns synthetic video and image questions on CPU."]
+
+
+def test_show_prints_a_description_equal_to_the_docstring_once(tmp_path: Path) -> None:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "same.py").write_text(
+        "import fiddle as fdl\nfrom evr1.experiment import Experiment\n\n\ndef experiment():\n"
+        "    \"\"\"Described once.\"\"\"\n    return fdl.Config(Experiment, description=experiment.__doc__)\n")
+    out = evr1("show", "same", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"same  (file: {tmp_path / 'experiments' / 'same.py'})"  # one line, however long
+    assert lines[1:3] == ["Described once.", ""] and lines[3].split() == ["name", "'same'"]
 
 
 @pytest.mark.parametrize(
@@ -212,3 +269,59 @@ def test_one_data_path_is_a_one_element_tuple(tmp_path: Path) -> None:
     assert out.returncode == 0 and "warning" not in out.stderr, out.stderr
     data = load_experiment(tmp_path / "run").data
     assert data.train == data.val == (f"{tmp_path}/mine.jsonl",)
+
+
+PLUGINS = '''
+"""Acme's plugins, next to the experiments."""
+import fiddle as fdl
+
+from evr1.experiment import Experiment
+from evr1.registry import EXPERIMENTS, REWARDS
+from evr1.specs import VideoSpec
+
+
+@EXPERIMENTS.register("t25list/base")
+def base() -> fdl.Config[Experiment]:
+    """Registered: listed under its registered name, not as a variant of this file."""
+    return fdl.Config(Experiment)
+
+
+@REWARDS.register("t25list/batch")
+def batch(inputs=(), spec=None):
+    """A reward whose arguments all have defaults."""
+    return [1.0] * len(inputs)
+
+
+def video() -> fdl.Config[VideoSpec]:
+    """A helper returning a spec's config."""
+    return fdl.Config(VideoSpec)
+'''
+
+MINE = '''
+import fiddle as fdl
+
+from evr1.experiment import Experiment
+
+
+def experiment():
+    """Unannotated: an experiment."""
+    return fdl.Config(Experiment)
+
+
+def annotated() -> "fdl.Config[Experiment]":
+    """Annotated as one."""
+    return fdl.Config(Experiment)
+'''
+
+
+def test_list_experiments_leaves_out_plugin_modules(tmp_path: Path, experiment_imports_restored: None) -> None:
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "acme_plugins.py").write_text(PLUGINS)
+    (tmp_path / "experiments" / "mine.py").write_text(MINE)
+    out = evr1("list", "experiments", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    listed = [line.split()[0] for line in out.stdout.splitlines()[1:] if str(tmp_path) in line or ":" in line.split()[0]]
+    assert [label for label in listed if label.startswith(("acme", "mine"))] == ["mine", "mine:annotated"]
+    assert_user_error(evr1("show", "acme_plugins:video", cwd=tmp_path),
+                      f"acme_plugins:video ({tmp_path / 'experiments' / 'acme_plugins.py'}) returned"
+                      " fdl.Config[VideoSpec], not fdl.Config[Experiment]")

@@ -18,7 +18,7 @@ from test_cli_experiments import ROOT, assert_user_error, evr1, evr1_process
 
 from evr1.errors import ConfigError
 
-QUICKSTART = ROOT / "experiments" / "quickstart.py"
+QUICKSTART = ROOT / "evr1" / "experiments" / "quickstart.py"
 
 HELPERS = '''
 from evr1.registry import REWARDS
@@ -75,13 +75,19 @@ def test_plan_shows_sampler_mixer_and_reward_routes(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert plan_row(out.stdout, "sampler") == "modality (video 2, image 1)"
     assert plan_row(out.stdout, "mixer") == "offline_k_threshold, k=1 of n=4, threshold 0.5"
-    assert plan_row(out.stdout, "rewards") == "numerical -> regression; format partial (weight 0.1)"
+    assert plan_row(out.stdout, "rewards") == ("accuracy (weight 0.9): numerical -> regression, others by default route;"
+                                               " format partial (weight 0.1)")
     out = evr1("run", "quickstart", "--prepare", "--run-dir", str(tmp_path / "b"), "--set", "mixer.name=None", "--set", "mixer.k=0",
                "--set", "mixer.decay_steps=None")
     assert out.returncode == 0, out.stderr
     assert plan_row(out.stdout, "mixer") == "off (on-policy only)"
     assert plan_row(out.stdout, "sampler") == "uniform"
-    assert plan_row(out.stdout, "rewards") == "default routes; format full (weight 0.1)"
+    assert plan_row(out.stdout, "rewards") == "accuracy (weight 0.9): every type by default route; format full (weight 0.1)"
+    out = evr1("run", "quickstart", "--dry-run", "--set", "reward.extra={'open_ended': 0.25, 'boolean': 1.0}",
+               "--set", "reward.accuracy_weight=0.5")
+    assert out.returncode == 0, out.stderr
+    assert plan_row(out.stdout, "rewards") == ("accuracy (weight 0.5): every type by default route; format full (weight 0.1);"
+                                               " extra open_ended (weight 0.25); extra boolean (weight 1)")
 
 
 def test_show_prints_problem_types_by_value() -> None:

@@ -20,8 +20,16 @@ REAL_CLIPS = {
     "rot180.mp4": (96, 64, {}, 180),
     "thin.mp4": (10, 600, {}, 0),
     "flat.mp4": (1200, 9, {"pix_fmt": "yuv444p"}, 0),  # 9 rows: 4:2:0 needs even sides
+    # archive and camera formats: 10-bit untagged, 4:4:4 at odd sides, FFV1 (lossless) at odd sides
+    "ten_bit.mp4": (96, 64, {"pix_fmt": "yuv420p10le"}, 0),
+    "odd_444.mp4": (97, 63, {"pix_fmt": "yuv444p"}, 0),
+    "ffv1_odd.mkv": (97, 63, {"codec": "ffv1"}, 0),
+    "ffv1_odd_444.mkv": (97, 63, {"codec": "ffv1", "pix_fmt": "yuv444p"}, 0),
+    "ffv1_odd_10bit.mkv": (97, 63, {"codec": "ffv1", "pix_fmt": "yuv420p10le"}, 0),
 }
-DECORD_DIFFERS = {"bt2020_10bit.mp4"}  # decord's scaler filters 10-bit chroma otherwise (see the README)
+# Where decord's frames are not torchcodec's: swscale's general path (10-bit 4:2:0, 4:2:0 at odd sides) upsamples
+# the chroma with the scaler's filter, bilinear in decord and bicubic in torchcodec (see the README).
+DECORD_DIFFERS = {"bt2020_10bit.mp4", "ten_bit.mp4", "ffv1_odd.mkv", "ffv1_odd_10bit.mkv"}
 # name: what it is (made by conftest's `_write_real_images`)
 REAL_IMAGES = ["rgba.png", "la.png", "palette.png", "cmyk.jpg", "exif_rotated.jpg", "deep.png", "thin.png", "flat.png"]
 # bad file: the reason code it must be reported with

@@ -90,3 +90,39 @@ def test_a_broken_or_missing_template_names_the_file(tmp_path: Path) -> None:
     assert f"data.prompt.chat_template: {tmp_path / 'bad.jinja'}:2: not a valid Jinja template" in " ".join(bad.stderr.split())
     with pytest.raises(ConfigError, match=re.escape(f"data.prompt.chat_template: {tmp_path / 'none.jinja'} does not exist")):
         load_chat_template(PromptSpec(chat_template=str(tmp_path / "none.jinja")))
+
+
+STANDARD = """<|im_start|>system
+You are a helpful assistant.<|im_end|>
+<|im_start|>user
+Is the sky blue?
+Give the final answer inside <answer></answer>.<|im_end|>
+<|im_start|>assistant
+"""  # the processor's own chat template, its default system prompt, the standard instruction
+
+
+def test_without_an_experiment_the_standard_settings_build_the_prompt(tmp_path: Path) -> None:
+    row = {"id": "q1", "problem": "Is the sky blue?", "problem_type": "boolean", "answer": True}
+    (tmp_path / "r.jsonl").write_text(json.dumps(row) + "\n")
+    out = run_evr1("data", "prompt", "--records", "r.jsonl", cwd=tmp_path)  # a folder without experiments
+    assert out.returncode == 0, out.stderr
+    note, header, text = out.stdout.split("\n", 2)
+    assert note == ("no experiment: evr1's standard settings (model tiny-qwen2.5-vl, system prompt the chat template's"
+                    " default, instruction 'Give the final answer inside <answer></answer>.')")
+    assert text == STANDARD + "\n"
+
+    from evr1.models import load_processor
+    from evr1.specs import ModelSpec
+
+    total = len(load_processor(ModelSpec(name="tiny-qwen2.5-vl")).tokenizer(STANDARD)["input_ids"])
+    assert header == f"record 'q1' (r.jsonl:1): {total} tokens ({total} text, 0 video, 0 image)"
+    changed = run_evr1("data", "prompt", "--records", "r.jsonl", "--set", "data.prompt.instruction='Yes or no.'",
+                       cwd=tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    assert "Is the sky blue?\nYes or no.<|im_end|>" in changed.stdout
+
+
+def test_without_an_experiment_the_records_are_needed(tmp_path: Path) -> None:
+    out = run_evr1("data", "prompt", cwd=tmp_path)
+    assert (out.returncode, out.stderr) == (
+        2, "error: evr1 data prompt needs --records FILE, or an EXPERIMENT whose first data.train file is read\n")

@@ -7,8 +7,8 @@ import torch
 from media_cases import BAD, CLIPS
 
 from evr1.data.decode import probe_video, read_frames
+from evr1.data.frame_sampling import Geometry, MediaError
 from evr1.data.live import prepare_video
-from evr1.data.media import Geometry, MediaError
 from evr1.specs import VideoSpec
 
 

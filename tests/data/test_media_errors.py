@@ -6,8 +6,8 @@ import pytest
 from media_cases import BAD, BAD_IMAGES, CLIPS
 
 from evr1.data.decode import probe_video, read_frames
+from evr1.data.frame_sampling import Geometry, MediaError
 from evr1.data.live import prepare_image, prepare_video
-from evr1.data.media import Geometry, MediaError
 from evr1.specs import ImageSpec, VideoSpec
 
 

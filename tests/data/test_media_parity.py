@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from media_cases import CLIPS, IMAGES
 from PIL import Image
 
+from evr1.data.frame_sampling import Geometry
 from evr1.data.live import prepare_image, prepare_video
 from evr1.data.loader import family_processors
-from evr1.data.media import Geometry
 from evr1.data.patches import Normaliser, Patches, image_patches, video_patches
 from evr1.specs import ImageSpec, VideoSpec
 
@@ -191,3 +191,28 @@ def test_qwen35_and_moe_checkpoints_use_the_qwen3vl_processors(model_type: str) 
     ours, theirs = family_processors("qwen3.5"), family_processors("qwen3-vl")
     assert ours.video_processor.to_dict() == theirs.video_processor.to_dict()
     assert ours.image_processor.to_dict() == theirs.image_processor.to_dict()
+
+
+def test_a_negative_start_is_the_references_clamp_to_0(reference_reader, processors, media_root) -> None:
+    """qwen-vl-utils clamps `video_start` to 0; a record's negative `start` is read as 0 and gives its pixels."""
+    from evr1.data.records import MediaRef
+
+    ref = MediaRef(kind="video", path="small.mp4", start=-0.7, end=1.2)
+    assert (ref.start, ref.end) == (0.0, 1.2) and MediaRef(kind="video", path="v.mp4", start=-3).start == 0.0
+    spec, proc = SPECS[2][0], processors["qwen2.5-vl"].video_processor
+    _, meta, _, expected = _reference(reference_reader, media_root / "small.mp4", spec, -0.7, 1.2, proc)
+    ours = prepare_video(media_root / "small.mp4", spec, Geometry.of(proc), ref.start, ref.end)
+    assert list(ours.info.frame_indices) == list(meta["frames_indices"]) and ours.info.first_frame == 0
+    assert torch.equal(Normaliser.of(proc).apply(ours.patches), expected["pixel_values_videos"])
+
+
+def test_over_the_budget_the_reference_goes_on_and_evr1_refuses(reference_reader, processors, media_root) -> None:
+    """8 frames floored at min_pixels need twice total_pixels: the reference makes them anyway, evr1 says why not."""
+    from evr1.data.frame_sampling import MediaError
+
+    spec = VideoSpec(fps=None, nframes=8, min_pixels=24 * 28 * 28, max_pixels=48 * 28 * 28, total_pixels=48 * 28 * 28)
+    proc = processors["qwen2.5-vl"].video_processor
+    video, *_ = _reference(reference_reader, media_root / "small.mp4", spec, None, None, proc)
+    assert tuple(video.shape) == (8, 3, 112, 168)  # 24 tokens a frame, at the floor: 8 * 24 / 2 = 96 tokens for 48
+    with pytest.raises(MediaError, match="qwen-vl-utils would go over the budget, evr1 refuses: lower min_pixels"):
+        prepare_video(media_root / "small.mp4", spec, Geometry.of(proc))

@@ -38,7 +38,8 @@ def test_fixtures_run_compare(tmp_path: Path) -> None:
     diff = evr1("compare", str(tmp_path / "a"), str(tmp_path / "b"), cwd=tmp_path)
     assert diff.returncode == 0, diff.stderr
     assert "| minerva | score | 50.00 | 0.00 | -50.00 |" in diff.stdout
-    assert "| charades_sta | mIoU | 33.33 | - | - |" in diff.stdout
+    assert "| charades_sta | mIoU | 33.33 | not run | n/a |" in diff.stdout  # b evaluated minerva only
+    assert "not run: the run did not evaluate the benchmark; n/a: the run holds no such number" in diff.stdout
 
 
 def test_user_errors_exit_2_without_traceback(tmp_path: Path) -> None:

@@ -83,6 +83,8 @@ def test_a_run_is_evaluated_at_its_own_settings(trained_run: Path, tmp_path: Pat
     assert settings["model"] == str(trained_run / "final_model")
     assert (settings["video"]["fps"], settings["video"]["max_frames"]) == (4.0, 4)  # quickstart's 56x56 clips
     assert (settings["video"]["min_pixels"], settings["video"]["max_pixels"]) == (3136, 3136)
+    assert settings["decoding"] == {"greedy": True, "max_tokens": 2}  # no temperature beside greedy: none is used
+    assert '- decoding: `{"greedy": true, "max_tokens": 2}`' in (tmp_path / "a" / "results.md").read_text()
     # its final_model/ given directly: the same run settings, here with smaller frames asked for
     done = evr1("run", str(trained_run / "final_model"), *common, "--min-pixels", "784", "--max-pixels", "1568",
                 "--image-max-pixels", "3136", "--out", str(tmp_path / "b"), cwd=tmp_path)

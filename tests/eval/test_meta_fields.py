@@ -13,7 +13,7 @@ import pytest
 from evr1.data.records import RecordError
 from evr1.data.testclips import write_clip
 from evr1.eval.api import evaluate
-from evr1.eval.benchmarks import vsibench_meta
+from evr1.eval.benchmarks.vsibench import vsibench_meta
 from evr1.eval.responders import ScriptedResponder
 from evr1.registry import BENCHMARKS
 from evr1.specs import EvalSpec
@@ -137,8 +137,9 @@ def test_ovobench_easyvideor1_rows_keep_the_nested_macro(tmp_path: Path) -> None
                    data_root=tmp_path)["benchmarks"]["ovobench"]
     assert got["score"] == pytest.approx(75.0)
     assert got["metrics"]["backward"] == pytest.approx(50.0) and got["metrics"]["realtime"] == pytest.approx(100.0)
-    official = got["protocols"]["official"]  # OVOBenchScore.py's Total Avg.: the mean over the tasks, (100 + 0 + 100) / 3
-    assert official["score"] == pytest.approx(200 / 3) and official["metrics"]["backward"] == pytest.approx(50.0)
+    official = got["protocols"]["official"]  # OVOBenchScore.py's Total Avg.: the mean of the categories, (50 + 100) / 2
+    assert official["score"] == pytest.approx(75.0) and official["metrics"]["backward"] == pytest.approx(50.0)
+    assert official["metrics"]["task_mean"] == pytest.approx(200 / 3)  # its rule before f3911d7: (100 + 0 + 100) / 3
 
 
 def test_mmvu_and_motionbench_renames(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evr1.eval.runner import batched, prefetched
+from evr1.eval.samples import batched, prefetched
 
 
 @settings(max_examples=30, deadline=None)

@@ -19,7 +19,7 @@ from evr1.eval.report import compare_table, load_results
 from evr1.eval.responders import ScriptedResponder
 from evr1.specs import EvalSpec
 
-from .test_official_rules import _vsi_table
+from .benchmarks.test_vsibench import _vsi_table
 
 # MVBench fixture (expected.py): action_sequence 1 of 2 right, object_shuffle 2 of 3 (one answer unparsed).
 MVBENCH = ["A", "B", "B", "(A)", "Z"]
@@ -49,7 +49,7 @@ def test_headline_is_the_chosen_protocol_and_both_blocks_are_kept(bench_root: Pa
     assert on_disk["protocols"]["official"]["score"] == pytest.approx(OFFICIAL)
     md = (tmp_path / "results.md").read_text()
     assert f"| MVBench | {protocol} | 60.00 | 58.33 |" in md
-    assert "| object_shuffle | 66.67 | 3 | 66.67 | 3 |" in md and "| Avg | 60.00 | - |" in md
+    assert "| object_shuffle | 66.67 | 3 | 66.67 | 3 |" in md and "| Avg | 60.00 | n/a |" in md
 
 
 def test_an_unknown_protocol_is_refused() -> None:
@@ -105,3 +105,16 @@ def test_lmms_eval_path_aggregates_the_official_protocol() -> None:
 
     official, strict = (block(BENCHMARKS.get("vsibench"), rows, p)["score"] for p in ("official", "strict"))
     assert scoring.aggregate(rows) == pytest.approx(official) and official != pytest.approx(strict)
+
+
+def test_a_compare_cell_without_a_number_says_why() -> None:
+    def result(score: float | None, metrics: dict[str, float]) -> dict:
+        return {"protocols": {"official": {"score": score, "metrics": metrics}}}
+
+    a = {"benchmarks": {"x": result(50.0, {"m1": 1.0})}}
+    b = {"benchmarks": {"x": result(None, {}), "y": result(20.0, {})}}  # x unavailable officially; y not run in a
+    table = compare_table(a, b, "official", ("runs/a", "runs/b")).splitlines()
+    assert table[0] == "protocol: official; A: runs/a, B: runs/b"
+    assert table[4:7] == ["| x | score | 50.00 | n/a | n/a |", "| x | m1 | 1.00 | n/a | n/a |",
+                          "| y | score | not run | 20.00 | n/a |"]
+    assert table[-1].startswith("not run: the run did not evaluate the benchmark; n/a: the run holds no such number")

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from judge_server import Judge, serving
 
-from evr1.eval.official_prompts import VCRBENCH_PRECISION, VCRBENCH_RECALL
+from evr1.eval.benchmarks.vcrbench import VCRBENCH_PRECISION, VCRBENCH_RECALL
 
 _CANDIDATE = re.compile(r"<candidate>\n(.*)\n</candidate>", re.DOTALL)
 _OFFICIAL = (re.compile(r"\n\nModel Response to the Question: (.*)\Z", re.DOTALL),  # MMVU's official judge request

@@ -122,7 +122,10 @@ def test_unregister_removes_aliases(reg: Registry) -> None:
 
 
 def test_named_registries_exist() -> None:
-    expected = {"rewards", "advantages", "policy_losses", "mixers", "samplers", "engines", "models", "benchmarks", "experiments"}
+    expected = {
+        "rewards", "advantages", "policy_losses", "mixers", "samplers", "engines", "models", "benchmarks", "experiments",
+        "rollout_corrections",
+    }  # fmt: skip
     assert set(REGISTRIES) == expected
     assert all(REGISTRIES[name].group == f"evr1.{name}" for name in expected)
 

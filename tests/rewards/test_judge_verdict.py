@@ -123,6 +123,6 @@ def test_empty_answer_scores_zero_unasked(judge: Judge) -> None:
 
 
 def test_registered_and_needs_a_configured_judge() -> None:
-    assert REWARDS.get("open_ended_verdict_judge") is not None
+    assert REWARDS.get("open_ended_verdict_judge") is open_ended_verdict_judge  # get raises for an unknown name
     with pytest.raises(ConfigError, match="reward.judge.base_url and reward.judge.model"):
         RewardRouter(RewardSpec(routes={"open_ended": "open_ended_verdict_judge"}))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,8 @@ def test_describe_and_routes() -> None:
     out = evr1("rewards", "describe", "regression")
     assert out.returncode == 0, out.stderr
     assert "evr1/rewards/numerical.py" in out.stdout and "0.50" in out.stdout and "VSI-Bench" in out.stdout
+    assert "policy" not in out.stdout  # the module's docstring is said to be the module's
+    assert "\nmodule evr1.rewards.numerical, which holds it:\nNumerical answers (exact after normalising" in out.stdout
     out = evr1("rewards", "routes", "--route", "open_ended=format")
     assert out.returncode == 0, out.stderr
     assert any(line.split() == ["open_ended", "format"] for line in out.stdout.splitlines())
@@ -150,6 +153,7 @@ def test_set_suggests_and_takes_the_reward_prefix(pairs: Path) -> None:
 
 
 EXPERIMENT = '''
+"""An experiment scoring numerical answers with half marks."""
 import fiddle as fdl
 
 from evr1.experiment import Experiment
@@ -195,6 +199,7 @@ def test_experiment_option_imports_its_rewards_and_settings(project: Path, pairs
     out = _run_in(project, EVR1, "rewards", "describe", "clitest/half", "--experiment", "halfexp")
     assert out.returncode == 0, out.stderr
     assert "Half marks for everything." in out.stdout and "halfexp.py" in out.stdout
+    assert "An experiment scoring" not in out.stdout and "which holds it" not in out.stdout  # the experiment's docstring
     out = _run_in(project, EVR1, "rewards", "routes", "--experiment", "halfexp")
     assert any(line.split() == ["numerical", "clitest/half"] for line in out.stdout.splitlines())
 
@@ -213,3 +218,72 @@ def test_a_code_sample_says_why_it_scored_zero_and_describe_says_where_code_runs
     assert out.returncode == 0, out.stderr
     here = out.stdout.split("\nhere:\n")[1].splitlines()
     assert here[0] == "  python answers run in: bubblewrap" and here[1].startswith("  limits in force: ")
+
+
+@pytest.fixture
+def short_reward() -> Iterator[str]:
+    """`t25/short` registered in this process: 1 for a response of at most 20 characters, else 0; None (not
+    applicable) for temporal grounding."""
+    from evr1.problem_types import ProblemType
+    from evr1.registry import REWARDS
+    from evr1.rewards import per_sample
+
+    @per_sample
+    def short(inp, spec):
+        return None if inp.problem_type is ProblemType.TEMPORAL_GROUNDING else float(len(inp.response) <= 20)
+
+    REWARDS.register("t25/short", short)
+    yield "t25/short"
+    REWARDS.unregister("t25/short")
+
+
+def test_score_summary_has_a_column_per_extra_reward(pairs: Path, short_reward: str) -> None:
+    out = evr1("rewards", "score", str(pairs), "--set", f"extra={{'{short_reward}': 0.5}}")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    header = next(line for line in lines if "type" in line and "┃" in line)
+    assert [c.strip() for c in header.split("┃")[1:-1]] == ["type", "reward", "n", "score", "accuracy", "format",
+                                                            "t25/short", "errors", "timeouts", "n/a"]
+    rows = {(cells := [c.strip() for c in line.split("│")[1:-1]])[0]: cells for line in lines if line.count("│") > 3}
+    # mcq: right, tagged, 18 characters: (0.9 + 0.1 + 0.5 * 1) / 1.5; numerical: <answer>three</answer> (22
+    # characters, right) (0.9 + 0.1 + 0) / 1.5 and <answer>4</answer> (wrong) (0 + 0.1 + 0.5) / 1.5
+    assert rows["multiple_choice"][3:7] == ["1.000", "1.000", "1.000", "1.000"]
+    assert rows["numerical"][2:7] == ["2", f"{(1.0 / 1.5 + 0.6 / 1.5) / 2:.3f}", "0.500", "1.000", "0.500"]
+    assert rows["temporal_grounding"][6] == "-"  # it applies to no temporal grounding sample
+    assert rows["all"][6] == f"{2 / 3:.3f}"  # over the 3 samples it applies to
+    assert "extra rewards: the mean where one applied (weights t25/short 0.5); -: none applied" in out.stdout
+
+
+def test_routes_say_how_the_score_weighs_its_parts(tmp_path: Path, short_reward: str) -> None:
+    out = evr1("rewards", "routes")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "score: the weighted mean of the route's accuracy (0.9), the format (0.1)"
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "extra.py").write_text(
+        "from evr1.experiment_files import load_config\n\n\ndef experiment():\n    cfg, _ = load_config('quickstart')\n"
+        f"    cfg.reward.extra = {{'{short_reward}': 0.5, 'open_ended': 0.25}}\n    return cfg\n")
+    out = evr1("rewards", "routes", "-e", "extra", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == (
+        "score: the weighted mean of the route's accuracy (0.9), the format (0.1), t25/short (0.5), open_ended (0.25),"
+        " each extra reward where it applies")
+
+
+def _documented(inp, spec):
+    """Documented: 1 for everything.
+
+    Its second paragraph, which `rewards describe` prints too."""
+    return 1.0
+
+
+def test_describe_prints_the_whole_docstring_and_no_experiment_files_docstring(tmp_path: Path) -> None:
+    from evr1.registry import REWARDS
+
+    REWARDS.register("t25/documented", _documented)
+    try:
+        out = evr1("rewards", "describe", "t25/documented")
+    finally:
+        REWARDS.unregister("t25/documented")
+    assert out.returncode == 0, out.stderr
+    assert "  Documented: 1 for everything.\n\n  Its second paragraph, which `rewards describe` prints too.\n" in out.stdout
+    assert f"module {__name__}, which holds it:\n{__doc__.splitlines()[0]}" in out.stdout

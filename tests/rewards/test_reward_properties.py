@@ -1,6 +1,8 @@
-"""Hostile text never crashes a batch: every scorer returns a score in [0, 1] (or not applicable)
-within a time bound, for random and adversarial responses, including inputs that make
-backtracking regular expressions explode. The one allowed failure is math-verify running past
+"""Hostile text never crashes a batch: every scorer returns a value the router takes (in [0, 1], or not
+applicable; a format component in [0, 1]) and the score is the weighted mean of accuracy and format, within a
+time bound, for random and adversarial responses, including inputs that make backtracking regular expressions
+explode (the bound is on this process's CPU time, which a loaded machine does not stretch as it does the wall
+clock; scorers that backtrack run in this process). The one allowed failure is math-verify running past
 its process-level timeout, which must be reported as a timeout of that sample."""
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ responses = st.one_of(
     st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5)), max_size=30).map("".join),
 )
 
-ROUTER = RewardRouter(RewardSpec(timeout_s=5.0, math_timeout_s=1.0))
+# The wall-clock timeout is only a safety net here (a loaded machine stretches it); the CPU bound is the check.
+ROUTER = RewardRouter(RewardSpec(timeout_s=60.0, math_timeout_s=1.0))
 TIME_BOUND_S = 5.0
 
 
@@ -53,17 +56,21 @@ def _inputs(response: str) -> list[RewardInput]:
 
 def _check(response: str) -> None:
     inputs = _inputs(response)
-    start = time.perf_counter()
+    start = time.process_time()
     outputs = ROUTER.score(inputs)
-    elapsed = time.perf_counter() - start
-    assert elapsed < TIME_BOUND_S, f"{elapsed:.2f} s for {response[:80]!r}"
+    elapsed = time.process_time() - start
+    assert elapsed < TIME_BOUND_S, f"{elapsed:.2f} CPU s for {response[:80]!r}"
     for inp, out in zip(inputs, outputs):
         if inp.problem_type is ProblemType.MATH and out.timed_out:
             assert "sample math" in out.error
         else:
             assert out.error is None, out.error
-        assert 0.0 <= out.score <= 1.0
-        assert all(0.0 <= out.components[k] <= 1.0 for k in ("accuracy", "format"))
+        # A scorer's value outside [0, 1] is an error of the router (`out.error` above), but the format component
+        # of a scorer's own RewardOutput is taken as it is, and the score is clamped to [0, 1]: so check the format,
+        # and that the score is the weighted mean itself, which a clamp would not leave.
+        assert 0.0 <= out.components["format"] <= 1.0
+        if out.error is None and out.applicable:
+            assert out.score == pytest.approx(0.9 * out.components["accuracy"] + 0.1 * out.components["format"])
         assert out.applicable or inp.problem_type is ProblemType.CODE
 
 

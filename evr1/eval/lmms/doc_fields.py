@@ -1,16 +1,27 @@
-"""Record fields as the converters of `evr1.eval.lmms.converters_*` put them into lmms-eval documents.
+"""Record fields as the benchmarks' lmms-eval converters (`Benchmark.lmms_doc`) put them into lmms-eval documents.
 
-Option letters are evr1's (`evr1.eval.prompting.LETTERS`); every error is a ValueError naming the record.
+Option letters are evr1's (`evr1.eval.eval_prompt.LETTERS`); every error is a ValueError naming the record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
 from evr1.data.records import Record
-from evr1.eval.prompting import LETTERS
+from evr1.eval.definition import is_easyvideor1
+from evr1.eval.eval_prompt import LETTERS
+from evr1.problem_types import ProblemType
+
+
+def official_fields(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The row's own fields when it is in the official format (an EasyVideoR1 row carries none of the stock's)."""
+    return {} if is_easyvideor1(row) else row
+
+
+def is_mc(record: Record) -> bool:
+    return record.problem_type is ProblemType.MULTIPLE_CHOICE
 
 
 def source_id(record: Record) -> str:

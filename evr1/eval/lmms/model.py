@@ -128,7 +128,7 @@ class ResponseLog:
     done: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from evr1.eval.runner import read_log
+        from evr1.eval.samples import read_log
 
         settings = json.loads(json.dumps(self.settings))
         for _, row in read_log(self.path) if self.path is not None else []:
@@ -217,7 +217,7 @@ class Evr1Chat(lmms):
     def generate_until(self, requests: list[Instance]) -> list[str]:
         from tqdm import tqdm
 
-        from evr1.eval.runner import batched, prefetched
+        from evr1.eval.samples import batched, prefetched
 
         todo = read_requests(self, requests)
         answers: dict[int, str] = {}

@@ -5,8 +5,8 @@
     metric_list: [{metric: stvg, aggregation: !function evr1.eval.lmms.scoring.aggregate, higher_is_better: true}]
 
 A document carries its record (`evr1_record`, `evr1_media`: see `evr1.eval.lmms.tasks`). The prompt is evr1's own
-(`evr1.eval.prompting.question_text`, mode from `lmms_eval_specific_kwargs.prompt_mode`); each
-response is scored by the benchmark's reward router (`evr1.eval.runner.score_responses`) into the
+(`evr1.eval.eval_prompt.eval_question_text`, mode from `lmms_eval_specific_kwargs.prompt_mode`); each
+response is scored by the benchmark's reward router (`evr1.eval.samples.score_responses`) into the
 sample row evr1's evaluator writes, and the rows are aggregated by the benchmark's official rule
 under the official protocol (`evr1.eval.protocols`, the headline of `evr1 eval run` by default): the numbers
 equal `evr1.eval.api.evaluate`'s official block (tested), except that the
@@ -38,8 +38,8 @@ from pydantic import ValidationError
 from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error
 from evr1.eval import aggregate as agg
-from evr1.eval.benchmark import Benchmark
-from evr1.eval.prompting import PromptMode, question_text
+from evr1.eval.definition import Benchmark
+from evr1.eval.eval_prompt import PromptMode, eval_question_text
 
 if TYPE_CHECKING:
     from evr1.rewards import RewardRouter
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 JUDGE_URL_ENV, JUDGE_MODEL_ENV, JUDGE_KEY_ENV = "EVR1_JUDGE_URL", "EVR1_JUDGE_MODEL", "EVR1_JUDGE_API_KEY"
 MODES: tuple[PromptMode, ...] = ("direct", "reason")
+Doc = Mapping[str, Any]  # an lmms-eval document
+ItemRow = dict[str, Any]  # a scored item, evr1's sample row
 
 
 def benchmark_of(name: str) -> Benchmark:
@@ -77,7 +79,7 @@ def prompt_mode(kwargs: Mapping[str, Any] | None) -> PromptMode:
 
 def doc_to_text(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> str:
     """The question as evr1's evaluator words it (options lettered, answer instruction)."""
-    return question_text(doc_record(doc), prompt_mode(lmms_eval_specific_kwargs))
+    return eval_question_text(doc_record(doc), prompt_mode(lmms_eval_specific_kwargs))
 
 
 def doc_to_messages(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -150,8 +152,8 @@ def response_of(results: Sequence[Any]) -> str:
 
 def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Score the response with the benchmark's router; the sample row under each metric key."""
-    from evr1.eval.official_judge import official_judged
-    from evr1.eval.runner import sample_row, score_responses
+    from evr1.eval.judging import official_judged
+    from evr1.eval.samples import sample_row, score_responses
 
     bench, record = benchmark_of(doc["evr1_benchmark"]), doc_record(doc)
     response = results[0] if results else ""

@@ -24,7 +24,7 @@ import importlib.util
 import json
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,6 @@ import yaml
 from evr1.data.records import Record, RecordError
 from evr1.errors import ConfigError, Evr1Error
 
-Converter = Callable[[Record, Mapping[str, Any]], dict[str, Any]]
 EVALS_DIR = Path(__file__).resolve().parents[3] / "evals"
 STOCK_KEY, SUBSET_KEY, SUBSET_FIELD = "evr1_stock", "evr1_subset", "evr1_subset"
 
@@ -108,20 +107,13 @@ def record_doc(record: Record, row: Mapping[str, Any]) -> dict[str, Any]:
     return record.model_dump(mode="json", exclude={"media", "offline_response", "offline_logprobs"})
 
 
-def converters() -> dict[str, Converter]:
-    """Converters of the benchmarks that extend a stock lmms-eval task (the rest use `record_doc`)."""
-    from evr1.eval.lmms import converters_qa, converters_suites
-
-    return {**converters_qa.CONVERTERS, **converters_suites.CONVERTERS}
-
-
 def benchmark_docs(name: str, data_root: str | Path) -> list[dict[str, Any]]:
     """The documents of benchmark `name` under `data_root`, in annotation order."""
     from evr1.registry import BENCHMARKS
 
     bench = BENCHMARKS.get(name)
     root = Path(data_root).resolve()
-    convert = converters().get(bench.name, record_doc)
+    convert = bench.lmms_doc or record_doc  # a benchmark extending a stock task converts to its fields
     docs: list[dict[str, Any]] = []
     for record, row, ctx in bench.rows(root):
         try:

@@ -36,7 +36,10 @@ class Sample:
     `ref_logprobs` are the reference model's, needed when KL is on. `staleness`: how many policy
     versions behind the learner's weights at the start of the step the weights that sampled an
     online row were (pipelined rollouts: 1); stale rows are importance-weighted against their
-    `behaviour_logprobs` (decoupled PPO, `evr1.algos.offpolicy`).
+    `behaviour_logprobs` (decoupled PPO, `evr1.algos.offpolicy`). `problem_type` labels the
+    mismatch metrics; `rollout_weights` and `loss_mask` are the rollout correction's, set by the
+    learner itself (`evr1.runner.learner.mismatch`): the engine-mismatch weights of an online row's
+    tokens, and its tokens left in the loss (False: rejected).
     """
 
     prompt: Prompt
@@ -47,12 +50,15 @@ class Sample:
     group_id: int = 0
     ref_logprobs: Tensor | None = None  # (R,)
     staleness: int = 0
+    problem_type: str = ""
+    rollout_weights: Tensor | None = None  # (R,)
+    loss_mask: Tensor | None = None  # (R,) bool
 
     def __post_init__(self) -> None:
         length = int(self.response_ids.shape[0])
         if self.staleness < 0:
             raise ValueError(f"sample of group {self.group_id}: staleness must be >= 0, got {self.staleness}")
-        for name in ("advantages", "behaviour_logprobs", "ref_logprobs"):
+        for name in ("advantages", "behaviour_logprobs", "ref_logprobs", "rollout_weights", "loss_mask"):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (length,):
                 raise ValueError(

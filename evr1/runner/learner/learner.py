@@ -6,7 +6,11 @@ temperature and micro-batches) that adds the update of one step:
 1. old-policy log-probs of the online rows under the weights at the start of the step (offline
    rows are trained against their behaviour log-probs; stale online rows, `Sample.staleness > 0`,
    against these, the proximal policy, times a truncated importance weight proximal/behaviour:
-   decoupled PPO, see `evr1.algos.offpolicy`);
+   decoupled PPO, see `evr1.algos.offpolicy`): `old_logprobs`, which the driver runs as a pass of
+   its own and hands to `update` (called alone, `update` takes them first); then the engine–learner
+   mismatch of the online rows (`evr1.runner.learner.mismatch`): measured (`mismatch/...` metrics)
+   and, as `AlgoSpec.rollout_correction` says, corrected: importance weights on the policy-gradient
+   terms, rejected tokens out of the response mask;
 2. for each of `epochs x mini_batches` optimizer steps: the global `Normaliser` (counted on
    every micro-batch of every worker, all-reduced), then forward/backward per micro-batch with
    the registered policy loss (entropy bonus and KL term as the `AlgoSpec` says);
@@ -58,6 +62,7 @@ from evr1.runner.learner import checkpoint, distributed
 from evr1.runner.learner.batching import Sample, mini_batches, share_prompts, stack_rows
 from evr1.runner.learner.learner_stats import StepStats, Weights, merge_steps, stale_counts, stale_metrics
 from evr1.runner.learner.logprobs import LogprobModel, compute_dtype, default_device
+from evr1.runner.learner.mismatch import step_correction
 from evr1.runner.learner.optim import build_optimizer
 from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
 
@@ -74,8 +79,9 @@ class _Rows:
     behaviour: Tensor | None
     ref: Tensor | None
     offline: Tensor
-    mask: Tensor
+    mask: Tensor  # valid tokens the rollout correction did not reject
     staleness: Tensor  # [B] int
+    rollout_weights: Tensor | None = None  # engine-mismatch importance weights (`Sample.rollout_weights`)
 
     def stale(self) -> bool:
         return bool((self.staleness > 0).any())
@@ -176,8 +182,23 @@ class Learner(LogprobModel):
         )
 
     # -- one training step ----------------------------------------------------------------
-    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+    def old_logprobs(self, samples: Sequence[Sample]) -> list[Tensor]:
+        """Step 1: each sample's log-probs `(R,)` under the current weights, the old policy of this step's update.
+
+        Offline rows are trained against their behaviour log-probs, so theirs are zeros (never used), except
+        under FSDP, where every worker scores its whole shard (all run the same passes). Call on every worker.
+        """
+        scored = [i for i, s in enumerate(samples) if self.sharded or not s.offline]
+        old: list[Tensor] = [torch.zeros(s.response_tokens) for s in samples]
+        for i, logprobs in zip(scored, self.compute_logprobs([samples[i] for i in scored])):
+            old[i] = logprobs
+        return old
+
+    def update(self, samples: Sequence[Sample], old: Sequence[Tensor] | None = None) -> dict[str, float]:
         """Train on this worker's shard of the step's samples; returns metrics of the global batch.
+
+        `old`: the samples' `old_logprobs` when already taken (the driver's visible old-policy pass); None takes
+        them here first. Every worker must pass them, or none (under FSDP they are collective passes).
 
         Besides the timings, one count describes the work rather than the batch: `prompt_fallback_rows`
         (grouped forward only), the rows whose prompt differs from the first of their group on their
@@ -191,16 +212,16 @@ class Learner(LogprobModel):
         """
         start = time.perf_counter()
         self._validate(samples)
-        # offline rows never use old-policy log-probs; under FSDP every worker scores its whole shard
-        scored = [i for i, s in enumerate(samples) if self.sharded or not s.offline]
-        old: list[Tensor] = [torch.zeros(s.response_tokens) for s in samples]
-        for i, logprobs in zip(scored, self.compute_logprobs([samples[i] for i in scored])):
-            old[i] = logprobs
+        if old is None:
+            old = self.old_logprobs(samples)
+        elif len(old) != len(samples):
+            raise ValueError(f"{len(old)} old log-prob rows for {len(samples)} samples")
+        samples, mismatch = step_correction(samples, old, self.algo.rollout_correction)
         steps = []
         for _ in range(self.trainer.epochs):
             for part in mini_batches(samples, self.trainer.mini_batches):
                 steps.append(self._optimizer_step([samples[i] for i in part], [old[i] for i in part]))
-        metrics = merge_steps(steps)
+        metrics = {**merge_steps(steps), **mismatch}
         local = [float(len(samples)), sum(s.response_tokens for s in samples), sum(s.prompt_tokens for s in samples)]
         local += stale_counts(samples)
         if self.grouped:  # rows whose prompt differs from their group's: forwarded per-row
@@ -234,6 +255,8 @@ class Learner(LogprobModel):
         chosen = [samples[i] for i in indices]
         width = max(s.response_tokens for s in chosen)
         lengths = torch.tensor([s.response_tokens for s in chosen])
+        mask = torch.arange(width)[None, :] < lengths[:, None]
+        kept = stack_rows([None if s.loss_mask is None else s.loss_mask.float() for s in chosen], width, missing=1.0)
         return _Rows(
             indices=indices,
             old=stack_rows([old[i] for i in indices], width),
@@ -241,8 +264,9 @@ class Learner(LogprobModel):
             behaviour=stack_rows([s.behaviour_logprobs for s in chosen], width),
             ref=stack_rows([s.ref_logprobs for s in chosen], width),
             offline=torch.tensor([s.offline for s in chosen]),
-            mask=torch.arange(width)[None, :] < lengths[:, None],
+            mask=mask if kept is None else mask & kept.bool(),
             staleness=torch.tensor([s.staleness for s in chosen]),
+            rollout_weights=stack_rows([s.rollout_weights for s in chosen], width, missing=1.0),
         )
 
     def _normaliser(self, rows: Sequence[_Rows], media: bool) -> tuple[Normaliser, bool]:
@@ -275,6 +299,9 @@ class Learner(LogprobModel):
         }
         if rows.stale():  # passed only when some row is stale, as the registry's convention says
             optional["staleness"] = rows.staleness.to(device)
+        if rows.rollout_weights is not None:  # passed only when the rollout correction weights
+            optional["rollout_weights"] = rows.rollout_weights.to(device)
+        mask = mask & rows.mask.to(device)  # without the tokens the rollout correction rejected
         loss, metrics = self.loss_fn(
             logprobs, rows.old.to(device), rows.advantages.to(device), mask,
             spec=self.algo, normaliser=normaliser, offline=rows.offline.to(device), entropy=entropy,

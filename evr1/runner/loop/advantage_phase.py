@@ -18,7 +18,7 @@ algo spec override these or add further router components (a row without the key
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -55,6 +55,14 @@ def gdpo_weights(spec: AlgoSpec, reward: RewardSpec) -> dict[str, float]:
     return {**weights, **reward.extra, **spec.key_weights}
 
 
+class Advantages(NamedTuple):
+    """Token advantages per item (zeros on dropped items), the step's metrics, and which items to keep."""
+
+    per_item: list[torch.Tensor]
+    metrics: dict[str, float]
+    keep: list[bool]
+
+
 def compute_advantages(
     spec: AlgoSpec,
     items: Sequence[Any],
@@ -64,7 +72,7 @@ def compute_advantages(
     max_length: int | None = None,
     reward: RewardSpec | None = None,
     baselines: Sequence[float] | None = None,
-) -> tuple[list[torch.Tensor], dict[str, float], list[bool]]:
+) -> Advantages:
     """Token advantages per item, metrics, and which items to keep (dynamic sampling).
 
     `items` carry `response_ids`, `behaviour_logprobs`, `offline`, `group_id` (and `ref_logprobs`
@@ -110,7 +118,7 @@ def compute_advantages(
     valid = advantages[mask & keep[:, None]]
     metrics["advantage/mean"] = float(valid.mean()) if valid.numel() else 0.0
     metrics["advantage/abs_mean"] = float(valid.abs().mean()) if valid.numel() else 0.0
-    return [advantages[i, : len(item.response_ids)] for i, item in enumerate(items)], metrics, keep.tolist()
+    return Advantages([advantages[i, : len(item.response_ids)] for i, item in enumerate(items)], metrics, keep.tolist())
 
 
 def estimator_inputs(

@@ -1,4 +1,5 @@
-"""A step's generation as the driver asks it of the rollout worker, and as a checkpoint keeps it.
+"""A step's generation as the driver asks it of the rollout worker, as a checkpoint keeps it, and the
+pipeline of generations launched ahead.
 
 The loop launches a step's generation (`Generation`: which records, how many responses each, the
 weights it will run with) and collects it later: at once in the synchronous loop; with
@@ -8,17 +9,39 @@ weights, and one launched before uses the older ones). Generations in flight at 
 made with weights the checkpoint no longer has, so they are stored with it (`in_flight.pt`: tensors,
 numbers and strings only, read back with `weights_only=True`) and a resumed run trains on exactly
 what the interrupted one would have.
+
+`Pipeline` holds the loop's pipelining state in one place: the generations launched and not yet
+trained on, and which policy update the rollout worker's weights hold.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evr1.runner.ray.workers import get
+from evr1.runner.ray.workers import Workers, get
+
+if TYPE_CHECKING:
+    from evr1.data.prompting import MediaFailure
+    from evr1.engines.base import RolloutResult
+    from evr1.rewards.contract import Shown
 
 IN_FLIGHT = "in_flight.pt"
+
+
+@dataclass(frozen=True)
+class Responses:
+    """One rollout call's answer (`RolloutWorker.generate`): `groups[i]`, the responses to record i of the call
+    (empty where its media failed); `media`, the media statistics and `timing/generate`; `shown`, per record id
+    what the model was shown; `failed`, by record index, the records whose media cannot be loaded."""
+
+    groups: list[list[RolloutResult]]
+    media: dict[str, float]
+    shown: dict[str, Shown]
+    failed: dict[int, MediaFailure]
 
 
 @dataclass
@@ -44,6 +67,11 @@ class Generation:
         if self.results is None:
             self.results = get(self.refs, self.step, "rollout worker")
         return self.results
+
+    def responses(self) -> tuple[Responses, Responses | None]:
+        """The sampled responses, and with ReMax the greedy ones (one per record; None otherwise)."""
+        sampled, *greedy = (Responses(*result) for result in self.collect())
+        return sampled, greedy[0] if greedy else None
 
     def to_state(self) -> dict[str, Any]:
         """The collected generation as tensors, numbers and strings (what `from_state` reads back)."""
@@ -82,3 +110,63 @@ def load_in_flight(folder: Path) -> list[Generation]:
 
     path = folder / IN_FLIGHT
     return [Generation.from_state(s) for s in torch.load(path, weights_only=True)] if path.is_file() else []
+
+
+@dataclass
+class Pipeline:
+    """The generations in flight and the weights the rollout worker holds.
+
+    `pending`: the generations launched and not yet trained on, in step order (the last launched is step
+    `launched`); `updates`: the policy updates made; `synced`: those in the weights sent to the rollout worker;
+    `syncing`: the pipelined weight sync not yet waited for. With `max_staleness = k > 0` the generations of
+    the next k steps are launched ahead and weights are queued behind them (`sync`); with 0 each step's
+    generation is launched when the step starts and the sync is waited for.
+    """
+
+    max_staleness: int
+    steps: int
+    pending: deque[Generation] = field(default_factory=deque)
+    launched: int = 0
+    updates: int = 0
+    synced: int = 0
+    syncing: list[Any] = field(default_factory=list)
+
+    def fill(self, step: int, launch: Callable[[int], Generation]) -> None:
+        """After `step`, launch the generations of the steps up to `step + 1 + max_staleness`."""
+        last = min(step + 1 + self.max_staleness, self.steps)
+        for ahead in range(max(self.launched, step) + 1, last + 1):
+            self.pending.append(launch(ahead))
+            self.launched = ahead
+
+    def next(self, step: int, launch: Callable[[int], Generation]) -> Generation:
+        """Step `step`'s generation: launched ahead, or launched now."""
+        return self.pending.popleft() if self.pending else launch(step)
+
+    def staleness(self, generation: Generation) -> int:
+        """Policy updates made since the weights that sampled `generation`'s responses."""
+        return self.updates - generation.version
+
+    def sync_now(self, workers: Workers, step: int) -> None:
+        """Send the policy's weights to the rollout worker and wait until it holds them."""
+        workers.sync_weights(step)
+        self.synced = self.updates
+
+    def sync(self, workers: Workers, step: int) -> None:
+        """After an update: the weights to the rollout worker; pipelined, queued after the generations launched
+        before (the previous sync is waited for first, to report its failure)."""
+        self.wait(step)
+        if self.max_staleness:
+            self.syncing = workers.send_weights()
+        else:
+            workers.sync_weights(step)
+        self.synced = self.updates
+
+    def wait(self, step: int) -> None:
+        """Wait for the weight sync in flight, if any (its failure raised naming `step`)."""
+        get(self.syncing, step, "weight sync (learner to rollout worker)")
+
+    def restore(self, step: int, updates: int, in_flight: list[Generation]) -> None:
+        """Continue after checkpoint `step`: `updates` made, `in_flight` the generations it stored."""
+        self.updates = updates
+        self.pending = deque(in_flight)
+        self.launched = step + len(self.pending)

@@ -2,7 +2,7 @@
 
 `Scorer.online_accuracy` scores the sampled responses for a mixer that decides on them;
 `Scorer.score_groups` then scores the trajectories the groups hold, reusing those outputs;
-`greedy_baselines` turns ReMax's greedy responses into per-row baselines. The rewards see what the
+`greedy_baselines` turns ReMax's greedy responses into per-record baselines. The rewards see what the
 model was shown of each record (`shown`: record id -> `evr1.rewards.contract.Shown`, from the
 rollout's prompter): frame times on the clip clock for answers by frame index, sizes and box units
 for boxes.
@@ -11,7 +11,8 @@ for boxes.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from evr1.experiment import Experiment
 
@@ -28,6 +29,28 @@ def sample_row(step: int, inp: Any, out: Any) -> dict[str, Any]:
     note on it when there is one (why a code answer scored 0: a timeout, a limit)."""
     row = {"step": step, "id": inp.sample_id, "response": inp.response, "answer": str(inp.answer), "score": out.score}
     return row | {k: v for k in ("error", "note") if (v := getattr(out, k)) is not None}
+
+
+@dataclass(frozen=True)
+class SampledRewards:
+    """Every sampled response's reward, scored before mixing for a mixer that decides on them.
+
+    `scores[g][j]`: the accuracy (else score) of group g's j-th response, None where the reward does not apply
+    or failed (an outage is not a wrong answer); `by_response[(g, j)]`: its text and reward output, reused when
+    the mixer keeps it; `inputs`, `outputs`: every (input, output) pair, for the sampled-response metrics.
+    """
+
+    scores: list[list[float | None]]
+    by_response: dict[tuple[int, int], tuple[str, Any]]
+    inputs: list[Any]
+    outputs: list[Any]
+
+
+class GreedyBaselines(NamedTuple):
+    """ReMax: the (shaped) score of each record's greedy response, and their mean."""
+
+    per_record: list[float]
+    mean: float
 
 
 class Scorer:
@@ -49,14 +72,9 @@ class Scorer:
         return inputs, outputs
 
     def online_accuracy(self, records: Sequence[Any], online: Sequence[Sequence[Any]], step: int,
-                        shown: Mapping[str, Any] | None = None) -> tuple[list[list[float | None]], dict, tuple]:
-        """Accuracy (else score) of each online response, per group, for a mixer that decides on it;
-        None where the reward does not apply to the response.
-
-        Also returns the reward outputs by (group, response index), so the responses the mixer keeps
-        are not scored (nor a remote judge asked) a second time, and every (input, output) pair (the
-        step's sampled-response metrics). A failed reward is None too: an outage is not a wrong answer.
-        """
+                        shown: Mapping[str, Any] | None = None) -> SampledRewards:
+        """The reward of each online response (`online[g]`: the responses to `records[g]`), for a mixer that
+        decides on them; the responses the mixer keeps are then not scored (nor a remote judge asked) again."""
         flat = [(g, j, r) for g, group in enumerate(online) for j, r in enumerate(group)]
         ids = [f"{records[g].id}#{k}" for k, (g, _, _) in enumerate(flat)]
         inputs, outputs = self.score([records[g] for g, _, _ in flat], [r.text for _, _, r in flat], ids, step, shown)
@@ -66,11 +84,12 @@ class Scorer:
             usable = out.applicable and out.error is None
             scores[g].append(out.components.get("accuracy", out.score) if usable else None)
             scored[(g, j)] = (r.text, out)
-        return scores, scored, (inputs, outputs)
+        return SampledRewards(scores, scored, inputs, outputs)
 
     def score_groups(self, records: Sequence[Any], flat: Sequence[tuple[int, Any]], step: int,
-                     scored: dict | None = None, shown: Mapping[str, Any] | None = None) -> tuple[list, list]:
-        """Reward inputs and outputs of every trajectory; online ones already `scored` are reused.
+                     scored: SampledRewards | None = None, shown: Mapping[str, Any] | None = None) -> tuple[list, list]:
+        """Reward inputs and outputs of every trajectory (`flat`: (group, trajectory)); online ones already
+        `scored` are reused.
 
         A mixer keeps a prefix of each group's online responses, in order: the j-th online member of
         group g is the j-th response sampled for it (checked by text before reusing its output).
@@ -84,7 +103,7 @@ class Scorer:
                 continue
             j = seen.get(g, 0)
             seen[g] = j + 1
-            text, out = (scored or {}).get((g, j), (None, None))
+            text, out = scored.by_response.get((g, j), (None, None)) if scored is not None else (None, None)
             if text == t.text:
                 outputs[k] = out
         todo = [k for k, out in enumerate(outputs) if out is None]
@@ -96,18 +115,16 @@ class Scorer:
         return inputs, outputs
 
 
-def greedy_baselines(scorer: Scorer, exp: Experiment, records: Sequence[Any], greedy: Sequence[Sequence[Any]],
-                     shown: Mapping[str, Any], flat: Sequence[tuple[int, Any]], step: int) -> tuple[list[float], float]:
-    """ReMax baselines: the (shaped) score of each record's greedy response (`greedy[i][0]`, for `records[i]`),
-    for each row of `flat`; and their mean."""
+def greedy_baselines(scorer: Scorer, exp: Experiment, records: Sequence[Any], greedy: Sequence[Any],
+                     shown: Mapping[str, Any], step: int) -> GreedyBaselines:
+    """ReMax baselines: the (shaped) score of each record's greedy response (`greedy[i]`, for `records[i]`)."""
     import torch
 
     from evr1.runner.loop.advantage_phase import shaped_scores
 
-    texts = [g[0].text for g in greedy]
-    _, outputs = scorer.score(records, texts, [f"{r.id}#greedy" for r in records], step, shown)
-    lengths = torch.tensor([len(g[0].token_ids) for g in greedy])
+    _, outputs = scorer.score(records, [g.text for g in greedy], [f"{r.id}#greedy" for r in records], step, shown)
+    lengths = torch.tensor([len(g.token_ids) for g in greedy])
     scores, _ = shaped_scores(
         exp.algo, torch.tensor([o.score for o in outputs], dtype=torch.float32), lengths, exp.rollout.max_response_tokens
     )
-    return [float(scores[g]) for g, _ in flat], float(scores.mean())
+    return GreedyBaselines([float(v) for v in scores], float(scores.mean()))

@@ -1,4 +1,4 @@
-"""The end-of-run report: a Markdown table and a PNG of reward and accuracy per step.
+"""The end-of-run report: a Markdown table and a PNG of reward and accuracy per step, and the engine–learner mismatch.
 
 The training figures are those of the sampled (online) responses; curated offline rows have their
 own (`reward/offline_score`). Reward errors and records dropped for unloadable media come first.
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evr1.runner.loop.data_failures import FAILURES_FILE
+from evr1.runner.loop.validation import accuracy_notes, type_of_key
 
 REPORT_FILE = "report.md"
 PLOT_FILE = "curves.png"
@@ -25,12 +26,15 @@ def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[f
 
 def curve_keys(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The sampled responses' score and per-type accuracies, the curated rows' score, and every validation
-    accuracy that was logged (`reward/score`, every row's mean, only for runs that logged no online score)."""
+    accuracy that was logged, per problem type too where a split holds several (`reward/score`, every row's mean,
+    only for runs that logged no online score)."""
     keys = {k for r in rows for k in r}
     train = [k for k in ("reward/online_score",) if k in keys] or [k for k in ("reward/score",) if k in keys]
     train += sorted(k for k in keys if k.startswith("reward/") and k.endswith("/accuracy") and k.count("/") == 2)
     train += [k for k in ("reward/offline_score",) if k in keys]
-    return train + sorted(k for k in keys if k.startswith("val/") and k.endswith("/accuracy"))
+    val = [k for k in keys if k.startswith("val/") and k.endswith("/accuracy")]
+    splits = Counter(k.rsplit("/", 2)[0] for k in val if type_of_key(k) is not None)  # split -> its problem types
+    return train + sorted(k for k in val if type_of_key(k) is None or splits[k.rsplit("/", 2)[0]] > 1)
 
 
 def plot(run_dir: Path, rows: Sequence[dict[str, Any]], title: str) -> Path:
@@ -100,18 +104,40 @@ def data_failures(run_dir: Path, rows: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
+def mismatch_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per engine: its mismatch with the learner, averaged over the steps that measured it."""
+    engines = sorted({k.split("/")[1] for r in rows for k in r if k.startswith("mismatch/") and k.endswith("/k3")
+                      and k.count("/") == 2})  # fmt: skip
+    lines = []
+    for engine in engines:
+        _, k3 = _series(rows, f"mismatch/{engine}/k3")
+        _, mean = _series(rows, f"mismatch/{engine}/abs_diff_mean")
+        _, top = _series(rows, f"mismatch/{engine}/abs_diff_max")
+        lines.append(
+            f"Engine-learner mismatch ({engine}, {len(k3)} steps): mean per-token k3 {sum(k3) / len(k3):.3g}, "
+            f"mean |log p difference| {sum(mean) / max(len(mean), 1):.3g}, largest {max(top, default=0.0):.3g}."
+        )
+    return lines
+
+
 def write_report(run_dir: Path, rows: Sequence[dict[str, Any]], title: str) -> Path:
-    """`report.md`: reward errors and data failures (if any), first, last and best value of each curve, the mean
-    step time, and the plot."""
+    """`report.md`: reward errors and data failures (if any), first, last and best value of each curve, what
+    accuracy means for the problem types whose accuracy is no share of right answers, the mean step time, and
+    the plot."""
     errors = [*reward_errors(rows), *data_failures(run_dir, rows)]
     lines = [f"# {title}", "", *errors, *([""] if errors else []), "| metric | first | last | best |", "|---|---|---|---|"]
     for key in curve_keys(rows):
         _, values = _series(rows, key)
         if values:
             lines.append(f"| {key} | {values[0]:.3f} | {values[-1]:.3f} | {max(values):.3f} |")
+    if notes := accuracy_notes(sorted({k for r in rows for k in r})):
+        lines += ["", " ".join(notes)]
     _, step_times = _series(rows, "timing/step")
     if step_times:
         lines += ["", f"{len(step_times)} steps, {sum(step_times) / len(step_times):.2f} s/step on average."]
+    mismatch = mismatch_lines(rows)
+    if mismatch:
+        lines += ["", *mismatch]
     if rows:
         lines += ["", f"![curves]({plot(run_dir, rows, title).name})"]
     path = Path(run_dir) / REPORT_FILE

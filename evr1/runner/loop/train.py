@@ -1,18 +1,20 @@
-"""The driver loop. It reads like the algorithm:
+"""The driver loop. One step reads like the algorithm (`Trainer.step`), a `StepBatch` flowing through it:
 
-    data -> rollout -> (mixer) -> reward -> advantages -> update -> weight sync -> log
+    generate -> (mix) -> reward -> (reference) -> advantages -> old-policy log-probs -> update -> weight sync
 
 A record whose media cannot be loaded is dropped from its step and skipped for the rest of the run
 (`evr1.runner.loop.data_failures`). The reward metrics of the sampled responses (`reward/online_score`,
 `reward/<type>/*`, the progress bar) are kept apart from those of curated offline rows
 (`reward/offline_*`); `reward/score` is the mean over every row the advantages see.
 
+Each phase takes the batch and returns it (or a result of its own) with its metrics, which the step
+merges. The old-policy log-probs are taken after dynamic sampling, for the rows that train only.
 Workers run as Ray actors (an embedded local Ray unless `resources.ray_address` is given;
-`evr1.runner.ray.workers`); scoring is `evr1.runner.loop.reward_phase`, checkpoints `evr1.runner.loop.resume`. Every
-random choice derives from `trainer.seed` and the step number, so a resumed run repeats an
-uninterrupted one exactly (on CPU).
+`evr1.runner.ray.workers`); scoring is `evr1.runner.loop.reward_phase`, advantages
+`evr1.runner.loop.advantage_phase`, checkpoints `evr1.runner.loop.resume`. Every random choice derives
+from `trainer.seed` and the step number, so a resumed run repeats an uninterrupted one exactly (on CPU).
 
-With `trainer.max_staleness = k > 0` the loop is pipelined (`evr1.runner.loop.pipeline`): the
+With `trainer.max_staleness = k > 0` the loop is pipelined (`evr1.runner.loop.pipeline.Pipeline`): the
 generations of the next k steps are already queued on the rollout worker, which runs them while
 the learners update; the new weights are queued after them, so the update never waits for a
 sync, and a step's responses come from weights up to k updates old (`TrainItem.staleness`, the
@@ -25,18 +27,21 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from evr1.experiment import Experiment
-from evr1.experiment_files import ExperimentSource, import_source
-from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message
+from evr1.experiment_files import DEFAULT_VARIANT, ExperimentSource, import_source
+from evr1.run_dir import FINAL_MODEL, SAMPLES_FILE, interrupted_message, latest_checkpoint, resume_message, run_label
+from evr1.runner.loop.batch import Row, StepBatch, response_metrics
 from evr1.runner.loop.data_failures import FAILURES_FILE, DataFailures
-from evr1.runner.loop.pipeline import Generation, load_in_flight, save_in_flight
+from evr1.runner.loop.mismatch_report import MismatchReport
+from evr1.runner.loop.pipeline import Generation, Pipeline, Responses, load_in_flight, save_in_flight
 from evr1.runner.loop.resume import discard_evaluations, load_checkpoint, save_checkpoint
 from evr1.runner.loop.reward_phase import Scorer, greedy_baselines, sample_row
+from evr1.runner.loop.validation import split_metrics
 from evr1.runner.ray.cluster import ray_session
 from evr1.runner.ray.workers import TrainingError, Workers, get, start_workers
 
@@ -67,11 +72,10 @@ class Trainer:
         if source is not None:
             import_source(source)
         self.exp, self.run_dir, self.source = exp, Path(run_dir), source
+        self.title = run_label(exp, source.variant if source is not None else DEFAULT_VARIANT)  # report, plot, bar
         self.current_step = 0
-        self.pending: deque[Generation] = deque()  # launched, in step order; the last launched is step `launched`
-        self.launched = 0
-        self.updates = self.synced = 0  # policy updates made; those in the weights sent to the rollout worker
-        self.syncing: list[Any] = []  # the weight sync not yet waited for (pipelined)
+        self.pipeline = Pipeline(exp.trainer.max_staleness, exp.trainer.steps)
+        self.mismatch = MismatchReport(exp)  # the engine-learner mismatch: metric names, one-time warning
         if exp.data.synth is not None:
             ensure_synthetic(exp.data.synth)
         self.train = train_split(exp.data)
@@ -120,23 +124,6 @@ class Trainer:
         self.workers = start_workers(self.exp, self.run_dir, roots, self.source, types)
         self.scorer = Scorer(self.workers.rewarders, get)
 
-    def sync_weights(self, step: int) -> None:
-        """The policy's weights to the rollout worker; pipelined, queued after the generations launched before
-        (the previous sync is waited for first, to report its failure)."""
-        get(self.syncing, step, "weight sync (learner to rollout worker)")
-        if self.exp.trainer.max_staleness:
-            self.syncing = self.workers.send_weights()
-        else:
-            self.workers.sync_weights(step)
-        self.synced = self.updates
-
-    def fill_pipeline(self, step: int) -> None:
-        """After `step`, launch the generations of the steps up to `step + 1 + trainer.max_staleness`."""
-        last = min(step + 1 + self.exp.trainer.max_staleness, self.exp.trainer.steps)
-        for ahead in range(max(self.launched, step) + 1, last + 1):
-            self.pending.append(self.launch(ahead))
-            self.launched = ahead
-
     def sampling_params(self, step: int, *, greedy: bool = False) -> Any:
         from evr1.engines.base import SamplingParams
 
@@ -157,122 +144,150 @@ class Trainer:
             if exp.algo.advantage == "remax":  # with the weights of the sampled responses; failed records give none
                 greedy = self.sampling_params(step, greedy=True)
                 refs.append(self.workers.rollout.generate.remote("train", records, [1] * len(records), greedy))
-        return Generation(step, sampled, kept, counts, self.synced, refs)
+        return Generation(step, sampled, kept, counts, self.pipeline.synced, refs)
 
     def step(self, step: int) -> dict[str, float]:
-        """One step: its responses (generated now, or ahead of time when pipelined), groups and rewards,
-        advantages, the update, the weight sync."""
+        """One step: its responses (generated now, or ahead of time when pipelined), groups, rewards and
+        advantages, the old policy's log-probs, the update, the weight sync; the step's metrics."""
         from evr1.runner.loop.timing import PhaseTimer
-        from evr1.runner.ray.actors import TrainItem
 
-        exp, timer = self.exp, PhaseTimer()
-        generation = self.pending.popleft() if self.pending else self.launch(step)
+        timer = PhaseTimer()
+        generation = self.pipeline.next(step, self.launch)
         if not generation.kept:  # every record drawn failed at an earlier step: nothing to train on, nothing new failed
             return {**data_metrics(self.failures, generation.sampled, []), "data/empty_step": 1.0, **timer.metrics()}
         with timer("rollout"):
-            (online, media, shown, failed), *greedy = generation.collect()
-        records, online, kept = self.drop_failed(step, generation, online, failed)
-        metrics: dict[str, float] = {**media, **data_metrics(self.failures, generation.sampled, records)}
-        staleness = self.updates - generation.version  # policy updates since the weights that sampled these responses
-        if exp.trainer.max_staleness:
-            metrics["rollout/staleness"] = float(staleness)
+            sampled, greedy = generation.responses()
+        batch, data = self.loaded(generation, sampled, greedy)
+        metrics = {**sampled.media, **data}
+        if self.exp.trainer.max_staleness:
+            metrics["rollout/staleness"] = float(batch.staleness)
         with timer("reward"):
-            flat, inputs, outputs = self.score_groups(step, records, online, shown, metrics)
-        items = [TrainItem(records[g], t.token_ids, t.logprobs, None, t.offline, g, staleness=0 if t.offline else staleness)
-                 for g, t in flat]  # fmt: skip
-        if exp.algo.kl.enabled:
+            batch, mixed = self.mix(batch)
+            batch, rewards = self.reward(batch)
+        metrics |= mixed | rewards
+        if self.exp.algo.kl.enabled:
             with timer("reference"):
-                self.workers.reference_logprobs(items, step)
-        baselines = None
-        if greedy:
+                batch = self.reference(batch)
+        if batch.greedy is not None:
             with timer("reward"):  # one greedy response per prompt, scored
-                baselines, metrics["reward/greedy_baseline"] = self.greedy_baselines(step, records, kept, greedy[0], failed, flat)
+                batch, metrics["reward/greedy_baseline"] = self.greedy_baselines(batch)
         with timer("advantage"):
-            items = self.advantages(items, outputs, baselines, metrics)
+            batch, advantage = self.advantages(batch)
+        metrics |= advantage
         with timer("update"):
-            metrics.update({f"learner/{k}": v for k, v in self.workers.update(items, step).items()})
-        self.updates += 1
-        if self.kl is not None and "kl/mean" in metrics:
-            metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(items))
+            batch = self.old_logprobs(batch)
+            metrics |= self.update(batch)
+        self.mismatch.report(metrics)  # mismatch/<engine>/..., and the warning once
+        if self.kl is not None and "kl/mean" in metrics:  # the reward penalty's coefficient adapts to the step's KL
+            metrics["kl/coef"] = self.kl.update(metrics["kl/mean"], len(batch.training))
         with timer("sync"):
-            self.sync_weights(step)
-        metrics.update({**response_metrics(flat), **timer.metrics()})
+            self.pipeline.sync(self.workers, step)
+        metrics |= response_metrics(batch.rows) | timer.metrics()
         metrics["tokens/per_s"] = metrics["tokens/response"] / max(metrics["timing/step"], 1e-9)
-        self.log_samples(step, inputs, outputs)
+        self.log_samples(batch)
         return metrics
 
-    def score_groups(self, step: int, records: Sequence[Any], online: Sequence[Sequence[Any]], shown: Mapping[str, Any],
-                     metrics: dict[str, float]) -> tuple[list[tuple[int, Any]], list, list]:
-        """The step's groups (the online responses, and a mixer's offline ones) as (group, trajectory) rows, with
-        their reward inputs and outputs; each response is scored once. The mixer's and reward metrics go into
-        `metrics`."""
-        from evr1.data.mixers import Trajectory
-        from evr1.runner.loop.metrics import reward_metrics
-
-        all_sampled = None  # every sampled response's (inputs, outputs), when the mixer drops some of them
-        if self.mixer is not None:
-            online_scores, scored = None, None
-            if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
-                online_scores, scored, all_sampled = self.scorer.online_accuracy(records, online, step, shown)
-            groups, mixed = self.mixer.mix(records, online, step=step, online_scores=online_scores)
-            metrics.update(mixed)
-        else:
-            groups, scored = [[Trajectory.online(r) for r in g] for g in online], None
-        flat = [(g, t) for g, group in enumerate(groups) for t in group]
-        inputs, outputs = self.scorer.score_groups(records, flat, step, scored, shown)
-        metrics.update(reward_metrics(self.router, inputs, outputs, [t.offline for _, t in flat], all_sampled))
-        return flat, inputs, outputs
-
-    def advantages(self, items: list[Any], outputs: Sequence[Any], baselines: Sequence[float] | None,
-                   metrics: dict[str, float]) -> list[Any]:
-        """`items` with their advantages, less those dynamic sampling drops; the metrics go into `metrics`."""
-        from evr1.runner.loop.advantage_phase import compute_advantages
-
-        exp = self.exp
-        advantages, adv_metrics, keep = compute_advantages(
-            exp.algo, items, outputs, self.kl, max_length=exp.rollout.max_response_tokens, reward=exp.reward, baselines=baselines,
-        )
-        metrics.update(adv_metrics)
-        for item, adv in zip(items, advantages):
-            item.advantages = adv
-        return [item for item, k in zip(items, keep) if k]
-
-    def drop_failed(self, step: int, generation: Generation, online: list[list[Any]],
-                    failed: Mapping[int, Any]) -> tuple[list[Any], list[list[Any]], list[int]]:
-        """The step's records and groups less those whose media failed (logged, then skipped for the rest of
-        the run), and the indices of those kept; raises `TrainingError` when no record is left or too many failed."""
-        self.failures.add(step, "train", failed.values())
-        kept = [i for i in range(len(generation.kept)) if i not in failed]
+    # -- the phases of a step -----------------------------------------------------------------
+    def loaded(self, generation: Generation, sampled: Responses,
+               greedy: Responses | None) -> tuple[StepBatch, dict[str, float]]:
+        """The step's batch: the records whose media loaded and their responses (the others are logged, then
+        skipped for the rest of the run), and the data metrics. Raises `TrainingError` when no record is left,
+        too many failed, or (ReMax) media that loaded for sampling failed for the greedy responses."""
+        step = generation.step
+        self.failures.add(step, "train", sampled.failed.values())
+        kept = [i for i in range(len(generation.kept)) if i not in sampled.failed]
         records = [self.train.records[generation.kept[i]] for i in kept]
+        data = data_metrics(self.failures, generation.sampled, records)
         stop = self.failures.too_many(step, len(kept), len(generation.sampled), len(self.train.records),
                                       self.exp.data.max_failed_records)
         if stop:
             error = TrainingError(stop)
-            error.metrics = data_metrics(self.failures, generation.sampled, records)  # logged before the run stops
+            error.metrics = data  # logged before the run stops
             raise error
-        return records, [online[i] for i in kept], kept
+        greedy_kept = None
+        if greedy is not None:
+            again = sorted(f.record for i, f in greedy.failed.items() if i not in sampled.failed)
+            if again:  # loaded for this step's sampling moments ago
+                raise TrainingError(f"step {step}: media of records {again} failed on a second load")
+            greedy_kept = [greedy.groups[i][0] for i in kept]
+        staleness = self.pipeline.staleness(generation)
+        return StepBatch(step, records, [sampled.groups[i] for i in kept], sampled.shown, staleness, greedy_kept), data
 
-    def greedy_baselines(self, step: int, records: Sequence[Any], kept: Sequence[int], greedy: Any,
-                         failed: Mapping[int, Any], flat: Sequence[tuple[int, Any]]) -> tuple[list[float], float]:
-        """ReMax's baselines from the greedy responses to the step's records, `kept` those whose media loaded
-        for sampling (`failed`: those that did not); the same media must load for the greedy responses."""
-        groups, _, shown, greedy_failed = greedy
-        again = sorted(f.record for i, f in greedy_failed.items() if i not in failed)
-        if again:  # loaded for this step's sampling moments ago
-            raise TrainingError(f"step {step}: media of records {again} failed on a second load")
-        return greedy_baselines(self.scorer, self.exp, records, [groups[i] for i in kept], shown, flat, step)
+    def mix(self, batch: StepBatch) -> tuple[StepBatch, dict[str, float]]:
+        """The batch's rows: every group's trajectories, the sampled responses and a mixer's curated ones (a mixer
+        that decides on the sampled responses' scores gets them first); the mixer's metrics."""
+        from evr1.data.mixers import Trajectory
 
-    def log_samples(self, step: int, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        shown = self.exp.trainer.log_samples
-        if not shown:
+        if self.mixer is None:
+            rows = [Row(g, Trajectory.online(r)) for g, group in enumerate(batch.sampled) for r in group]
+            return batch.with_rows(rows), {}
+        scored = None
+        if self.mixer.uses_online_scores:  # e.g. mix only groups the policy gets wrong
+            scored = self.scorer.online_accuracy(batch.records, batch.sampled, batch.step, batch.shown)
+        groups, metrics = self.mixer.mix(batch.records, batch.sampled, step=batch.step,
+                                         online_scores=scored.scores if scored is not None else None)
+        rows = [Row(g, t) for g, group in enumerate(groups) for t in group]
+        return batch.with_rows(rows, sampled_rewards=scored), metrics
+
+    def reward(self, batch: StepBatch) -> tuple[StepBatch, dict[str, float]]:
+        """Each row's reward, each response scored once; the reward metrics (`evr1.runner.loop.metrics`)."""
+        from evr1.runner.loop.metrics import reward_metrics
+
+        flat = [(row.group, row.trajectory) for row in batch.rows]
+        inputs, outputs = self.scorer.score_groups(batch.records, flat, batch.step, batch.sampled_rewards, batch.shown)
+        scored = batch.sampled_rewards  # every sampled response's, when the mixer kept only some of them
+        sampled = (scored.inputs, scored.outputs) if scored is not None else None
+        metrics = reward_metrics(self.router, inputs, outputs, [row.offline for row in batch.rows], sampled)
+        rows = [replace(row, reward_input=i, reward=o) for row, i, o in zip(batch.rows, inputs, outputs)]
+        return batch.with_rows(rows), metrics
+
+    def reference(self, batch: StepBatch) -> StepBatch:
+        """Each row's log-probs under the KL reference."""
+        refs = self.workers.reference_logprobs(batch.items(), batch.step)
+        return batch.with_rows(replace(row, ref_logprobs=ref) for row, ref in zip(batch.rows, refs))
+
+    def greedy_baselines(self, batch: StepBatch) -> tuple[StepBatch, float]:
+        """ReMax: each record's baseline, the score of its greedy response; and their mean."""
+        baselines = greedy_baselines(self.scorer, self.exp, batch.records, batch.greedy or [], batch.shown, batch.step)
+        return replace(batch, baselines=baselines.per_record), baselines.mean
+
+    def advantages(self, batch: StepBatch) -> tuple[StepBatch, dict[str, float]]:
+        """Each row's advantages, and whether it trains (dynamic sampling drops groups); the advantage metrics."""
+        from evr1.runner.loop.advantage_phase import compute_advantages
+
+        exp = self.exp
+        baselines = [batch.baselines[row.group] for row in batch.rows] if batch.baselines is not None else None
+        result = compute_advantages(
+            exp.algo, batch.items(), [row.reward for row in batch.rows], self.kl,
+            max_length=exp.rollout.max_response_tokens, reward=exp.reward, baselines=baselines,
+        )  # fmt: skip
+        rows = [replace(row, advantages=a, trains=k) for row, a, k in zip(batch.rows, result.per_item, result.keep)]
+        return batch.with_rows(rows), result.metrics
+
+    def old_logprobs(self, batch: StepBatch) -> StepBatch:
+        """The log-probs of the rows that train under the learners' current weights: the old policy of the update
+        (zeros on offline rows, which train against their behaviour log-probs)."""
+        old = iter(self.workers.old_logprobs(batch.items(batch.training), batch.step))
+        return batch.with_rows(replace(row, old_logprobs=next(old)) if row.trains else row for row in batch.rows)
+
+    def update(self, batch: StepBatch) -> dict[str, float]:
+        """One policy update on the rows that train; the learners' metrics (`learner/*`)."""
+        learner = self.workers.update(batch.items(batch.training), batch.step)
+        self.pipeline.updates += 1
+        return {f"learner/{k}": v for k, v in learner.items()}
+
+    def log_samples(self, batch: StepBatch) -> None:
+        """The first `trainer.log_samples` rows of the batch into `samples.jsonl`."""
+        if not self.exp.trainer.log_samples:
             return
         with (self.run_dir / SAMPLES_FILE).open("a") as f:
-            for inp, out in list(zip(inputs, outputs))[:shown]:
-                f.write(json.dumps(sample_row(step, inp, out)) + "\n")
+            for row in batch.rows[: self.exp.trainer.log_samples]:
+                f.write(json.dumps(sample_row(batch.step, row.reward_input, row.reward)) + "\n")
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, step: int) -> dict[str, float]:
-        """Greedy accuracy and score on every validation split (a record whose media failed counts as wrong)."""
+        """Greedy accuracy and score on every validation split, and per problem type (a record whose media failed
+        counts as wrong; `evr1.runner.loop.validation`)."""
         metrics: dict[str, float] = {}
         for split in self.vals:
             records = [r for r in split.records if not self.failures.skipped(split.name, r.id)]
@@ -284,9 +299,7 @@ class Trainer:
             texts = [g[0].text for i, g in enumerate(groups) if i not in failed]
             records = [r for i, r in enumerate(records) if i not in failed]
             _, outputs = self.scorer.score(records, texts, [r.id for r in records], step, shown)
-            total = len(split.records)
-            metrics[f"val/{split.name}/accuracy"] = sum(o.components.get("accuracy", 0.0) for o in outputs) / total
-            metrics[f"val/{split.name}/score"] = sum(o.score for o in outputs) / total
+            metrics.update(split_metrics(split.name, split.records, records, outputs))
             if self.failures.count(split.name):
                 metrics[f"val/{split.name}/failed_records"] = float(self.failures.count(split.name))
         return metrics
@@ -295,8 +308,8 @@ class Trainer:
     def save(self, step: int) -> Path:
         """Checkpoint after `step` steps (`evr1.runner.loop.resume`)."""
         state = {"sampler": self.sampler.state_dict(), "kl_coef": self.kl.value if self.kl else None,
-                 "failed_records": self.failures.state_dict(), "updates": self.updates}
-        in_flight = list(self.pending)  # generated with weights this checkpoint does not hold: stored as they are
+                 "failed_records": self.failures.state_dict(), "updates": self.pipeline.updates}
+        in_flight = list(self.pipeline.pending)  # made with weights this checkpoint does not hold: stored as they are
         write = (lambda folder: save_in_flight(folder, in_flight)) if in_flight else None
         return save_checkpoint(self.run_dir, step, self.workers, state, write)
 
@@ -306,10 +319,9 @@ class Trainer:
         if self.kl is not None and state["kl_coef"] is not None:
             self.kl.value = state["kl_coef"]
         self.failures.load_state_dict(state.get("failed_records", {}))  # absent in checkpoints of older versions
-        self.updates = int(state.get("updates", state["step"]))
-        self.pending = deque(load_in_flight(folder))
-        self.launched = int(state["step"]) + len(self.pending)
-        return int(state["step"])
+        step = int(state["step"])
+        self.pipeline.restore(step, int(state.get("updates", step)), load_in_flight(folder))
+        return step
 
     # -- the loop -----------------------------------------------------------------------------
     def fit(self, *, resume: bool = False) -> list[dict[str, Any]]:
@@ -333,17 +345,16 @@ class Trainer:
             discard_evaluations(self.run_dir, max(logged_from, 1))
         logger = MetricsLogger(self.run_dir, tensorboard=t.tensorboard, wandb_project=t.wandb_project, resume_step=logged_from)
         self.current_step = start
-        self.workers.sync_weights(start)
-        self.synced = self.updates
+        self.pipeline.sync_now(self.workers, start)
         if start == 0 and t.val_every:
             logger.log(0, self.validate(0))
-        self.fill_pipeline(start)
-        bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.exp.name, unit="step")
+        self.pipeline.fill(start, self.launch)
+        bar = tqdm(range(start + 1, t.steps + 1), initial=start, total=t.steps, desc=self.title, unit="step")
         try:
             for step in bar:
                 self.current_step = step
                 if step > start + 1:  # the steps ahead, launched as part of this one (an interrupt names it)
-                    self.fill_pipeline(step - 1)
+                    self.pipeline.fill(step - 1, self.launch)
                 metrics = self.step(step)
                 if t.val_every and (step % t.val_every == 0 or step == t.steps):
                     metrics.update(self.validate(step))
@@ -363,30 +374,21 @@ class Trainer:
             if getattr(exc, "metrics", None):
                 logger.log(self.current_step, exc.metrics)
             logger.close()
-            write_report(self.run_dir, read_metrics(self.run_dir), self.exp.name)
+            write_report(self.run_dir, read_metrics(self.run_dir), self.title)
             raise
         logger.close()
-        get(self.syncing, t.steps, "weight sync (learner to rollout worker)")
+        self.pipeline.wait(t.steps)
         final = (self.run_dir / FINAL_MODEL).resolve()
         get([w.export.remote(str(final)) for w in self.workers.learners], t.steps, "learner (export)")
         self.workers.learner_dir_seen(final, "export")
         rows = read_metrics(self.run_dir)
-        write_report(self.run_dir, rows, self.exp.name)
+        write_report(self.run_dir, rows, self.title)
         return rows
 
 
 def data_metrics(failures: DataFailures, sampled: Sequence[int], records: Sequence[Any]) -> dict[str, float]:
     """The step's records dropped (of those `sampled`, the `records` kept) and the run's failed ones so far."""
     return {"data/dropped_records": float(len(sampled) - len(records)), "data/failed_records": float(failures.count("train"))}
-
-
-def response_metrics(flat: Sequence[tuple[int, Any]]) -> dict[str, float]:
-    """Mean length, share ended by a stop token, and total tokens of the step's responses (`flat`: (group, trajectory))."""
-    import torch
-
-    lengths = torch.tensor([len(t) for _, t in flat], dtype=torch.float32)
-    return {"response/length": float(lengths.mean()), "response/stop_frac": sum(t.finish_reason == "stop" for _, t in flat) / len(flat),
-            "tokens/response": float(lengths.sum())}
 
 
 def train(exp: Experiment, run_dir: Path, *, resume: bool = False, source: ExperimentSource | None = None) -> list[dict[str, Any]]:

@@ -2,9 +2,10 @@
 
 - `RolloutWorker` holds the rollout engine and builds prompts (media from the cache); a record whose
   media cannot be loaded is returned as a `MediaFailure`, not raised, so the driver can drop it.
-- `LearnerWorker` holds one data-parallel shard of the learner; it builds its own prompts, so
-  each record's media are read once per step per worker and reused by every pass. With LoRA it
-  also gives the KL reference log-probs: its own frozen base, adapters off.
+- `LearnerWorker` holds one data-parallel shard of the learner: the old-policy log-probs of its
+  shard, then the update. It builds its own prompts, so each record's media are read once per step
+  per worker and reused by every pass. With LoRA it also gives the KL reference log-probs: its own
+  frozen base, adapters off.
 - `ReferenceWorker` holds the frozen reference model when KL is on (without LoRA).
 - `RewardWorker` scores responses with the reward router.
 """
@@ -67,6 +68,7 @@ class TrainItem:
     group_id: int
     ref_logprobs: Any = None
     staleness: int = 0
+    old_logprobs: Any = None  # (R,) float32 (`LearnerWorker.old_logprobs`); the update needs them
 
 
 class Placed:
@@ -173,6 +175,7 @@ def _samples(prompter: Any, items: Sequence[TrainItem]) -> list[Any]:
             group_id=item.group_id,
             ref_logprobs=item.ref_logprobs,
             staleness=item.staleness,
+            problem_type=str(item.record.problem_type),
         )
         for item in items
     ]
@@ -217,9 +220,18 @@ class LearnerWorker(Placed):
         )  # fmt: skip
         self.prompter = _prompter(exp, self.processor, root)
 
+    def old_logprobs(self, items: Sequence[TrainItem]) -> list[Any]:
+        """This shard's old-policy log-probs (`Learner.old_logprobs`: zeros where unused), for its `update`. The
+        prompts stay memoised for that update, which forgets them."""
+        return self.learner.old_logprobs(_samples(self.prompter, items))
+
     def update(self, items: Sequence[TrainItem]) -> dict[str, float]:
+        """One update on this shard; the items carry their `old_logprobs` (the same shard's, just computed)."""
+        missing = sum(i.old_logprobs is None for i in items)
+        if missing:
+            raise ValueError(f"{missing} of {len(items)} items have no old_logprobs: call old_logprobs first")
         try:
-            return self.learner.update(_samples(self.prompter, items))
+            return self.learner.update(_samples(self.prompter, items), old=[i.old_logprobs for i in items])
         finally:
             self.prompter.forget()
 

@@ -2,7 +2,9 @@
 
 - `ray_session(resources)`: an embedded Ray sized by `ResourcesSpec`, or, with `ray_address` (or
   `RAY_ADDRESS`, as `ray job submit` sets it), the existing cluster, attached without the
-  local-only arguments. A refused connection names what Ray's token auth needs.
+  local-only arguments. A refused connection names what Ray's token auth needs. Ray's notice that it
+  turned token auth on is left out for the embedded Ray (it lives and dies with the run, and no one
+  else connects to it); its warning that auth is off, and everything about a cluster, are kept.
 - `Ask` / `bundles`: each actor's request; actors that share a GPU (a colocated engine, a reference
   beside learner 0) share one placement-group bundle, so colocation never depends on creation order.
 - `check_fits(asks, nodes)`: refuses, before any actor starts, a run the cluster cannot hold.
@@ -12,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,20 +65,41 @@ def ray_session(resources: Any) -> Iterator[None]:
         from evr1.runner.ray import reaper
 
         reaper.watch_descendants()  # the local Ray's helpers end with this process, even after kill -9
-        ray.init(
-            address="local",  # a new embedded Ray, even when another one runs on this machine (Ray's default joins it)
-            num_cpus=resources.num_cpus or 2,
-            num_gpus=resources.num_gpus,
-            include_dashboard=False,
-            object_store_memory=resources.object_store_memory_mb * 2**20,
-            log_to_driver=True,
-            configure_logging=False,
-        )
+        with _without_auth_notice():
+            ray.init(
+                address="local",  # a new embedded Ray, even when another one runs here (Ray's default joins it)
+                num_cpus=resources.num_cpus or 2,
+                num_gpus=resources.num_gpus,
+                include_dashboard=False,
+                object_store_memory=resources.object_store_memory_mb * 2**20,
+                log_to_driver=True,
+                configure_logging=False,
+            )
         reaper.sync()
     try:
         yield
     finally:
         ray.shutdown()
+
+
+AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+AUTH_NOTICE = "Token authentication is enabled for this Ray cluster."  # how Ray 2.60's notice begins
+
+
+class _AuthNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(AUTH_NOTICE)
+
+
+@contextlib.contextmanager
+def _without_auth_notice() -> Iterator[None]:
+    """Meanwhile, Ray's notice that it turned token auth on for a new local Ray is not printed."""
+    logger, notice = logging.getLogger(AUTH_LOGGER), _AuthNotice()
+    logger.addFilter(notice)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice)
 
 
 def attach(address: str, resources: Any) -> None:

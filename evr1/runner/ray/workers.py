@@ -2,8 +2,8 @@
 
 `start_workers` places every actor in one placement group (refused when the cluster cannot hold
 them), rendezvouses the learners on learner 0's node, checks that every worker sees the run's
-files, and records where each landed. `Workers` then gives the loop one method per phase (update,
-reference log-probs, weight sync), each naming the step and the worker when it fails.
+files, and records where each landed. `Workers` then gives the loop one method per phase (reference
+log-probs, old-policy log-probs, update, weight sync), each naming the step and the worker when it fails.
 """
 
 from __future__ import annotations
@@ -50,6 +50,16 @@ def shard_groups(items: Sequence[Any], workers: int, mini_batches: int) -> list[
     return [[item for item in items if (item.group_id // mini_batches) % workers == k] for k in range(workers)]
 
 
+def in_order(items: Sequence[Any], shards: Sequence[Sequence[Any]], results: Sequence[Sequence[Any]]) -> list[Any]:
+    """Per-item results of calls made on `shards` of `items` (each result in its shard's order), in `items`' order."""
+    position = {id(item): k for k, item in enumerate(items)}
+    out: list[Any] = [None] * len(items)
+    for shard, values in zip(shards, results):
+        for item, value in zip(shard, values):
+            out[position[id(item)]] = value
+    return out
+
+
 def reference_share(num_gpus: int, gpus: Any, reference: bool) -> tuple[tuple[float, ...], float]:
     """The learners' GPU requests and the reference worker's (0 on CPU runs or without one: `reference`
     is False without KL, and with LoRA, whose reference is the learners' own base).
@@ -77,23 +87,31 @@ class Workers:
     rewarders: list[Any]
     placed: dict[str, dict[str, str]]
 
-    def update(self, items: Sequence[Any], step: int) -> dict[str, float]:
-        """One optimizer update of every learner on its shard of `items`; learner 0's metrics."""
-        shards = shard_groups(items, len(self.learners), self.exp.trainer.mini_batches)
-        return get([w.update.remote(s) for w, s in zip(self.learners, shards)], step, "learner")[0]
+    def _shards(self, items: Sequence[Any]) -> list[list[Any]]:
+        """Each learner's share of `items`, as `shard_groups` cuts it (the same for every pass of a step)."""
+        return shard_groups(items, len(self.learners), self.exp.trainer.mini_batches)
 
-    def reference_logprobs(self, items: Sequence[Any], step: int) -> None:
-        """Set each item's `ref_logprobs`: from the reference worker, or with LoRA from the learners with their
-        adapters off, each replica scoring the groups it trains on (their media are then read once)."""
+    def update(self, items: Sequence[Any], step: int) -> dict[str, float]:
+        """One optimizer update of every learner on its shard of `items` (with their `old_logprobs`); learner 0's
+        metrics."""
+        return get([w.update.remote(s) for w, s in zip(self.learners, self._shards(items))], step, "learner")[0]
+
+    def old_logprobs(self, items: Sequence[Any], step: int) -> list[Any]:
+        """Each item's log-probs under the learners' current weights (the old policy of the coming update), in
+        order; every learner scores the shard it will train on."""
+        shards = self._shards(items)
+        calls = [w.old_logprobs.remote(s) for w, s in zip(self.learners, shards)]
+        return in_order(items, shards, get(calls, step, "learner (old log-probs)"))
+
+    def reference_logprobs(self, items: Sequence[Any], step: int) -> list[Any]:
+        """Each item's KL reference log-probs, in order: from the reference worker, or with LoRA from the learners
+        with their adapters off, each replica scoring the groups it trains on (their media are then read once)."""
         if self.reference is not None:
             shards, calls, what = [list(items)], [self.reference.logprobs], "reference worker"
         else:
-            shards = shard_groups(items, len(self.learners), self.exp.trainer.mini_batches)
+            shards = self._shards(items)
             calls, what = [w.reference_logprobs for w in self.learners], "learner (reference log-probs)"
-        results = get([call.remote(shard) for call, shard in zip(calls, shards)], step, what)
-        for shard, refs in zip(shards, results):
-            for item, ref in zip(shard, refs):
-                item.ref_logprobs = ref
+        return in_order(items, shards, get([call.remote(shard) for call, shard in zip(calls, shards)], step, what))
 
     def send_weights(self) -> list[Any]:
         """Start sending the policy's weights to the rollout worker, by reference (never through the driver);

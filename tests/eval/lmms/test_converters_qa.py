@@ -19,7 +19,6 @@ import pytest
 
 from evr1.data.records import Record
 from evr1.eval.fixtures import write_fixtures
-from evr1.eval.lmms.converters_qa import CONVERTERS
 from evr1.eval.lmms.doc_fields import (
     answer_index,
     answer_letter,
@@ -34,6 +33,7 @@ from evr1.eval.lmms.doc_fields import (
 from evr1.eval.lmms.model import ScriptedChat
 from evr1.eval.lmms.scoring import fraction, percent, response_of
 from evr1.eval.lmms.tasks import bind
+from evr1.registry import BENCHMARKS
 
 NONE = "???"  # no option letter in any extractor: unparseable
 NAN = float("nan")  # a sub-score the items lack (no metric)
@@ -172,7 +172,7 @@ def test_unparseable_answers_never_draw_a_random_letter(bound: Bound, case: Case
 
 
 def test_every_benchmark_has_a_converter_and_a_case() -> None:
-    assert sorted(CONVERTERS) == sorted(NAMES)
+    assert all(BENCHMARKS.get(name).lmms_doc is not None for name in NAMES)
 
 
 def _record(answer: str, options: list[str]) -> Record:
@@ -188,7 +188,7 @@ def _record(answer: str, options: list[str]) -> Record:
 ])
 def test_converter_errors_name_the_record(name: str, record: Record, message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
-        CONVERTERS[name](record, {})
+        BENCHMARKS.get(name).lmms_doc(record, {})
     assert "minerva/x" in str(info.value)
 
 

@@ -20,7 +20,6 @@ import pytest
 from evr1.data.records import Record
 from evr1.errors import ConfigError, Evr1Error
 from evr1.eval.fixtures import write_fixtures
-from evr1.eval.lmms.converters_suites import CONVERTERS
 from evr1.eval.lmms.model import ScriptedChat
 from evr1.eval.lmms.tasks import Bound, bind
 from evr1.registry import BENCHMARKS
@@ -85,8 +84,8 @@ EXPECTED: dict[str, dict[str, float]] = {
                       "object_rel_direction_accuracy": 200 / 3},
     "evr1_charades_sta": {"charades_sta_mIOU": 50.0, "charades_sta_IOU@3": 200 / 3, "charades_sta_IOU@5": 200 / 3,
                           "charades_sta_IOU@7": 100 / 3},
-    # the official Total Avg. over the five tasks (EPM 100, ASI 0, STU 100, REC 50, SSR 50), not the categories' mean
-    "evr1_ovobench": {"ovobench_score": 60.0},
+    # the official Total Avg.: the mean of the categories (backward 50, realtime 100, forward 50), not of the 5 tasks (60)
+    "evr1_ovobench": {"ovobench_score": 200 / 3},
     "evr1_ovobench_backward": {"ovobench_score": 50.0},
     "evr1_ovobench_realtime": {"ovobench_score": 100.0},
     "evr1_ovobench_forward": {"ovobench_score": 50.0},
@@ -297,7 +296,7 @@ def test_tempcompass_captioning_from_an_easyvideor1_row_names_the_record() -> No
                     media=[{"kind": "video", "path": "tempcompass/videos/t1.mp4"}],
                     meta={"format": "captioning", "dimension": "speed"})
     with pytest.raises(ValueError, match="TempCompass captioning record tempcompass/cap-7 has no mc_question or mc_answer"):
-        CONVERTERS["tempcompass"](record, row)
+        BENCHMARKS.get("tempcompass").lmms_doc(record, row)
 
 
 def test_tempcompass_caption_matching_gives_the_stock_prompt_the_published_question() -> None:
@@ -311,10 +310,10 @@ def test_tempcompass_caption_matching_gives_the_stock_prompt_the_published_quest
     published = {"video_id": "t1", "dim": "action", "answer": "Option 2: A man is dunking a basketball.",
                  "question": "Which description is a more suitable match for the video?\n"
                              "Option 1: The man is dribbling a basketball.\nOption 2: A man is dunking a basketball."}
-    doc = CONVERTERS["tempcompass"](record, published)
+    doc = BENCHMARKS.get("tempcompass").lmms_doc(record, published)
     assert (doc["question"], doc["answer"]) == (published["question"], published["answer"])
     easyvideor1 = {"problem": record.problem, "problem_type": "multiple_choice", "solution": "B", "path": "t1.mp4"}
-    doc = CONVERTERS["tempcompass"](record, easyvideor1)
+    doc = BENCHMARKS.get("tempcompass").lmms_doc(record, easyvideor1)
     assert doc["question"] == ("Which description is a more suitable match for the video?\n"
                                "Caption A: The man is dribbling a basketball.\nCaption B: A man is dunking a basketball.")
     assert doc["answer"] == "Caption B: A man is dunking a basketball."
@@ -354,23 +353,14 @@ def test_ovobench_easyvideor1_probes_reach_the_stock_prompt_unworded(tmp_path: P
     (tmp_path / "ovobench" / "ovo_bench_new.json").write_text(json.dumps([full]), encoding="utf-8")
     (record,) = BENCHMARKS.get("ovobench").load(tmp_path)
     assert text in record.problem and record.problem != text  # evr1's own prompt carries the official instruction
-    doc = CONVERTERS["ovobench"](record, full)
+    doc = BENCHMARKS.get("ovobench").lmms_doc(record, full)
     shown = doc["test_info"][0]["step"] if field == "step" else doc[field]
     assert shown == text
 
 
-def test_ovobench_group_weighs_categories_by_their_task_counts() -> None:
-    """The group's "Total Avg." is the mean over all tasks: 2 tasks at 50 and 1 at 80 give 60 (the categories' plain
-    mean would be 65); a category score keeps its task count through copies and pickling; a plain float is refused."""
-    import copy
-    import pickle
+def test_ovobench_group_is_the_plain_mean_of_its_categories() -> None:
+    """The group's "Total Avg." is the categories' plain mean: 50 and 80 give 65, whatever their sample counts."""
+    from evr1.eval.benchmarks.ovobench import ovobench_total
 
-    from evr1.errors import Evr1Error
-    from evr1.eval.lmms.stock_fixes_suites import TaskMean, ovobench_total
-
-    scores = [TaskMean(50.0, 2), TaskMean(80.0, 1)]
-    assert ovobench_total(scores, [100, 1], True) == pytest.approx(60.0)
-    for kept in (copy.deepcopy(scores[0]), pickle.loads(pickle.dumps(scores[0]))):
-        assert (kept, kept.tasks, json.dumps(kept)) == (50.0, 2, "50.0")
-    with pytest.raises(Evr1Error, match="task count"):
-        ovobench_total([TaskMean(50.0, 2), 80.0], [1, 1], False)
+    assert ovobench_total([50.0, 80.0], [100, 1], True) == pytest.approx(65.0)
+    assert ovobench_total([50.0, 100.0, 50.0], [3, 1, 2], False) == pytest.approx(200 / 3)

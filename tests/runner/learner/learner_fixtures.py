@@ -11,6 +11,7 @@ import os
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from evr1.models import build_prompt, load_processor
 from evr1.models.testing import process_image, process_video, random_frames, tiny_spec
 from evr1.runner.learner.batching import Sample
 from evr1.runner.learner.learner import Learner
-from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, TrainerSpec
+from evr1.specs import AlgoSpec, ModelSpec, OptimSpec, RejectionRule, RolloutCorrectionSpec, TrainerSpec
 
 FAMILY = "qwen2.5-vl"
 FIRST_ORDINARY_ID = 20  # ids below are special tokens of the tiny tokenizers
@@ -122,15 +123,32 @@ SCENARIOS: dict[str, tuple[str, list[int]]] = {
     "one_empty": ("vivt", [0, 1, 2, 3]),
     # stale rows (pipelined rollouts) on both workers, in different numbers, beside an offline row (text: cheap)
     "stale": ("tttttt", [0, 1, 2]),
+    # the engine's log-probs on every online row, far from the learner's: rollout correction with
+    # batch-normalised token weights (a mean over both workers) and token rejection, beside stale and offline rows
+    "engine_mismatch": ("tttttt", [0, 1]),
 }
-OFFLINE = {"mixed": (3, 5), "stale": (2,)}
-STALE = {"stale": {0: 1, 3: 1, 4: 2}}
+OFFLINE = {"mixed": (3, 5), "stale": (2,), "engine_mismatch": (5,)}
+STALE = {"stale": {0: 1, 3: 1, 4: 2}, "engine_mismatch": {2: 1}}
+ALGOS = {
+    "engine_mismatch": AlgoSpec(
+        rollout_correction=RolloutCorrectionSpec(
+            is_level="token", is_batch_normalize=True, rejection=(RejectionRule(statistic="token_k1", upper=5.0),)
+        )
+    )
+}
 TRAINER = {"micro_batch_tokens": 120, "mini_batches": 2}
 
 
 def scenario_samples(processor: Any, name: str) -> list[Sample]:
     kinds, _ = SCENARIOS[name]
-    return make_samples(processor, kinds, seed=7, offline=OFFLINE.get(name, ()), stale=STALE.get(name))
+    samples = make_samples(processor, kinds, seed=7, offline=OFFLINE.get(name, ()), stale=STALE.get(name))
+    if name != "engine_mismatch":
+        return samples
+    g = torch.Generator().manual_seed(8)
+    return [
+        s if s.offline or s.staleness else replace(s, behaviour_logprobs=-torch.rand(s.response_tokens, generator=g) * 6 - 3)
+        for s in samples
+    ]
 
 
 def shard(name: str, rank: int, samples: list[Sample]) -> list[Sample]:
@@ -160,7 +178,8 @@ def dp_updates(rank: int, world_size: int, cache_dir: str, out: Path, scenarios:
     spec = tiny_spec(FAMILY, cache_dir)
     processor = load_processor(spec)
     for name in scenarios:
-        learner = make_learner(spec, rank=rank, world_size=world_size, **TRAINER)
+        algo = {"algo": ALGOS[name]} if name in ALGOS else {}
+        learner = make_learner(spec, rank=rank, world_size=world_size, **algo, **TRAINER)
         metrics = learner.update(shard(name, rank, scenario_samples(processor, name)))
         torch.save({"params": params_of(learner), "metrics": metrics}, out / f"{name}-{rank}.pt")
 

@@ -89,6 +89,24 @@ def test_micro_batch_split_does_not_change_the_update(lspec, lprocessor) -> None
     assert all(torch.allclose(a[k], b[k], atol=STEP_ATOL) for k in a)
 
 
+def test_old_logprobs_taken_as_a_pass_of_their_own_update_exactly_as_taken_inside(lspec, lprocessor) -> None:
+    """The driver's visible old-policy pass (`old_logprobs`, then `update(old=...)`) is the update's own first step:
+    the same log-probs (zeros on the offline row, which never uses them), the same weights after the step."""
+    samples = make_samples(lprocessor, "vitv", seed=5, offline=[2])
+    inside, outside = learner_for(lspec), learner_for(lspec)
+    old = outside.old_logprobs(samples)
+    assert torch.equal(old[2], torch.zeros(samples[2].response_tokens))
+    assert all(torch.equal(o, c) for i, (o, c) in enumerate(zip(old, outside.compute_logprobs(samples))) if i != 2)
+    m_inside, m_outside = inside.update(samples), outside.update(samples, old=old)
+    for metrics in (m_inside, m_outside):
+        del metrics["update_s"], metrics["tokens_per_s"]  # timings
+    assert m_outside == m_inside
+    a, b = params_of(inside), params_of(outside)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="3 old log-prob rows for 4 samples"):
+        outside.update(samples, old=old[:3])
+
+
 def test_offline_rows_are_trained_against_their_behaviour_logprobs(lspec, lprocessor) -> None:
     samples = _with_advantages(make_samples(lprocessor, "vv", offline=[1]), [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
     learner = learner_for(lspec)

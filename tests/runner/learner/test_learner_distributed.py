@@ -3,7 +3,9 @@
 The workers run every scenario of `learner_fixtures.SCENARIOS` once (one spawn for all, to keep
 the test fast): mixed shards with offline rows and two mini-batches, one worker video-only and
 the other image-only, one video-only and the other text-only (no vision gradient there), one
-worker with no sample at all, and stale rows (decoupled-PPO weights) in different numbers per worker. A hang fails the test after a timeout instead of blocking.
+worker with no sample at all, stale rows (decoupled-PPO weights) in different numbers per worker, and
+rows whose engine log-probs are far from the learner's (rollout correction: mismatch metrics summed over
+workers, weights normalised over both, token rejection). A hang fails the test after a timeout instead of blocking.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 from evr1.runner.learner.distributed import free_port
 
 from .learner_fixtures import (  # noqa: F401
+    ALGOS,
     SCENARIOS,
     TRAINER,
     learner_for,
@@ -40,13 +43,16 @@ def two_workers(lspec, tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_two_workers_match_one_worker_on_the_whole_batch(scenario, two_workers, lspec, lprocessor) -> None:
-    single = learner_for(lspec, lr=LR, **TRAINER)
+    single = learner_for(lspec, lr=LR, **({"algo": ALGOS[scenario]} if scenario in ALGOS else {}), **TRAINER)
     expected = single.update(scenario_samples(lprocessor, scenario))
     want = params_of(single)
     if scenario == "stale":  # 5 online rows of staleness 1, 0, 1, 2, 0; each stale row's last token has no mu
         assert {"stale/weight_mean", "stale/weight_max", "stale/weight_truncated_frac"} <= expected.keys()
         assert (expected["stale/rows"], expected["stale/unknown_tokens"]) == (3, 3)
         assert (expected["stale/staleness_mean"], expected["stale/staleness_max"]) == (pytest.approx(0.8), 2)
+    if scenario == "engine_mismatch":  # mismatch over the 4 fresh rows of both workers; weights normalised over both
+        assert expected["mismatch/k3"] > 0.1 and 0 < expected["rollout_corr/rejected_token_frac"] < 1
+        assert expected["rollout_corr/is_batch_norm_factor"] > 0
     results = [torch.load(two_workers / f"{scenario}-{rank}.pt", weights_only=True) for rank in (0, 1)]
     for result in results:
         metrics = result["metrics"]

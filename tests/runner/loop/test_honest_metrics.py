@@ -119,9 +119,9 @@ def test_failures_are_logged_once_with_their_line_and_limit_the_run(tmp_path: Pa
 def test_a_step_drawing_only_records_skipped_earlier_trains_nothing_and_goes_on(tmp_path: Path) -> None:
     """Two of 400 records failed at earlier steps (the limit is 4); a later step that draws exactly those two
     has nothing to roll out: it is logged as an empty step, and the run is not stopped (nothing new failed)."""
-    from collections import deque
     from types import SimpleNamespace
 
+    from evr1.runner.loop.pipeline import Pipeline
     from evr1.runner.loop.train import Trainer
 
     failures = DataFailures(tmp_path, {})
@@ -132,8 +132,7 @@ def test_a_step_drawing_only_records_skipped_earlier_trains_nothing_and_goes_on(
         sampler=SimpleNamespace(sample=lambda count: [0, 2]),
         train=SimpleNamespace(records=[SimpleNamespace(id=f"r{i}") for i in range(400)]),
         failures=failures,
-        pending=deque(),
-        synced=0,
+        pipeline=Pipeline(max_staleness=0, steps=400),
     )
     trainer.launch = lambda step: Trainer.launch(trainer, step)
     metrics = Trainer.step(trainer, 20)

@@ -42,8 +42,8 @@ def test_kept_online_responses_reuse_their_first_scores() -> None:
     scorer = CountingScorer()
     online = [[result("<answer>A</answer>", 0), result("<answer>B</answer>", 0)],
               [result("<answer>B</answer>", 1), result("<answer>B</answer>", 1)]]
-    accuracy, scored, _ = scorer.online_accuracy(RECORDS, online, step=0)
-    assert accuracy == [[1.0, 0.0], [0.0, 0.0]]
+    scored = scorer.online_accuracy(RECORDS, online, step=0)
+    assert scored.scores == [[1.0, 0.0], [0.0, 0.0]]
     assert len(scorer.scored) == 4
     # group 1 was mixed: its first online response kept, the second replaced by an offline one
     groups = [[trajectory("<answer>A</answer>"), trajectory("<answer>B</answer>")],
@@ -57,7 +57,7 @@ def test_kept_online_responses_reuse_their_first_scores() -> None:
 
 def test_a_changed_text_is_scored_again() -> None:
     scorer = CountingScorer()
-    _, scored, _ = scorer.online_accuracy(RECORDS[:1], [[result("<answer>B</answer>", 0)]], step=0)
+    scored = scorer.online_accuracy(RECORDS[:1], [[result("<answer>B</answer>", 0)]], step=0)
     _, outputs = scorer.score_groups(RECORDS[:1], [(0, trajectory("<answer>A</answer>"))], 0, scored)
     assert scorer.scored == ["<answer>B</answer>", "<answer>A</answer>"]
     assert outputs[0].components["accuracy"] == 1.0

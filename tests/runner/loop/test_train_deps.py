@@ -43,7 +43,7 @@ def fixed(inp, spec):
 
 def experiment():
     """The quickstart's debug variant scored by this file's reward."""
-    cfg, _ = load_config("{ROOT / "experiments" / "quickstart.py"}:debug")
+    cfg, _ = load_config("{ROOT / "evr1" / "experiments" / "quickstart.py"}:debug")
     cfg.reward.routes = {{"multiple_choice": "base/fixed"}}
     return cfg
 '''

@@ -77,9 +77,9 @@ def test_online_accuracy_is_none_where_the_reward_does_not_apply() -> None:
     scorer = LocalScorer(RewardSpec(code=CodeSandboxSpec(execute=False)))
     online = [[response("<answer>def f(x): return x + 1</answer>")] * 2,
               [response("<answer>A</answer>"), response("<answer>B</answer>")]]
-    scores, _, (inputs, outputs) = scorer.online_accuracy([code, choice], online, step=1)
-    assert scores == [[None, None], [1.0, 0.0]]
-    assert [i.sample_id for i in inputs] == ["c#0", "c#1", "m#2", "m#3"] and len(outputs) == 4
+    scored = scorer.online_accuracy([code, choice], online, step=1)
+    assert scored.scores == [[None, None], [1.0, 0.0]]
+    assert [i.sample_id for i in scored.inputs] == ["c#0", "c#1", "m#2", "m#3"] and len(scored.outputs) == 4
 
 
 def test_a_failed_reward_is_no_verdict_for_the_threshold_mixer() -> None:
@@ -87,6 +87,6 @@ def test_a_failed_reward_is_no_verdict_for_the_threshold_mixer() -> None:
     judged = Record(id="j", problem="Describe it.", problem_type="open_ended", answer="a red ball")
     scorer = LocalScorer(RewardSpec(routes={"open_ended": "open_ended_judge"},
                                judge={"base_url": "http://127.0.0.1:9/v1", "model": "judge", "retries": 0, "timeout_s": 2.0}))
-    scores, _, (_, outputs) = scorer.online_accuracy([judged], [[response("<answer>a red ball</answer>")]], step=1)
-    assert outputs[0].error is not None and outputs[0].applicable  # the router's failed output
-    assert scores == [[None]]
+    scored = scorer.online_accuracy([judged], [[response("<answer>a red ball</answer>")]], step=1)
+    assert scored.outputs[0].error is not None and scored.outputs[0].applicable  # the router's failed output
+    assert scored.scores == [[None]]

@@ -77,7 +77,7 @@ def small(models: Path) -> list[str]:
 def project(tmp_path: Path) -> Path:
     folder = tmp_path / "project" / "experiments"
     folder.mkdir(parents=True)
-    shutil.copy(ROOT / "experiments" / "quickstart.py", folder)
+    shutil.copy(ROOT / "evr1" / "experiments" / "quickstart.py", folder)
     return folder.parent
 
 

@@ -23,7 +23,7 @@ from ..loop.test_train import ROOT, run, stable
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
-QUICKSTART = str(ROOT / "experiments" / "quickstart.py")
+QUICKSTART = str(ROOT / "evr1" / "experiments" / "quickstart.py")
 SMALL = 80 * 2**20
 
 

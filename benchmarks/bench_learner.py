@@ -156,7 +156,7 @@ def test_grouped_forward_vs_per_row(benchmark, tmp_path) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", default="qwen2.5-vl", choices=["qwen2-vl", "qwen2.5-vl", "qwen3-vl"])
+    parser.add_argument("--family", default="qwen2.5-vl", choices=["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5"])
     parser.add_argument("--visual", type=int, nargs="+", default=[1000, 2000, 4000], help="visual tokens per group")
     args = parser.parse_args()
     compare(args.family, args.visual, Path(tempfile.gettempdir()) / "evr1-bench-learner")

@@ -1,5 +1,6 @@
 """Step time: the quickstart with the tensor cache vs live decoding, and one step on realistic clips on
-three data paths (evr1's cache, live decoding, the peer's design), with the ratios printed.
+three data paths (evr1's cache, live decoding, the peer's) and the peer's whole design (its data path and its
+per-row learner), with the ratios printed.
 
 1. Quickstart (`test_step_time_cache_vs_live`): the same experiment, seed and data through the real
    `Trainer` and Ray; only `data.cache.mode` differs (`only`: every media item comes from the LMDB
@@ -8,12 +9,16 @@ three data paths (evr1's cache, live decoding, the peer's design), with the rati
 2. Realistic clips (`test_step_on_realistic_clips`, or `python benchmarks/bench_train_step.py`).
 
    Four prompts a step, n = 4 responses each, every prompt its own generated 640x360, 30 s, 30 fps H.264
-   clip sampled at 2 fps (60 frames). Same model, seed and records on three data paths:
+   clip sampled at 2 fps (60 frames). Same model, seed and records on three data paths, and a fourth row:
 
    - cache: evr1's tensor cache (`data.cache.mode='only'`), read by the rollout and by the learner;
    - live:  decode + sample + resize + normalise in the rollout and in the learner (`mode='bypass'`);
    - peer:  float32 frames in `.pt` files, `torch.load` + the HF processor in the dataset, the rollout and
-            the learner (`peer_loader.py`): three reads a step.
+            the learner (`peer_loader.py`): three reads a step;
+   - peer-design: the peer's whole design, its data path and its learner: every prompt + response row
+            forwarded whole (`grouped_forward=False`) with the whole `[tokens, vocab]` logits
+            (`logprob_chunk_tokens=0`). Its update gives evr1's numbers to float rounding, so its
+            responses are checked against evr1's at the first step (same weights) only.
 
    The real workers (`RolloutWorker`, `LearnerWorker`, `RewardWorker`) run in this one process, one phase
    after another as the synchronous trainer runs them; no Ray, so no transport cost in any path (the media
@@ -21,7 +26,7 @@ three data paths (evr1's cache, live decoding, the peer's design), with the rati
    learner's prompts, and the peer's dataset pass), rollout (generation), reward, advantage, old log-probs,
    update (the optimizer step without the old log-probs), sync (weights to the rollout engine). Both the
    wall clock and this process's CPU time (the steadier figure on a shared machine) are printed. The three
-   paths give the model the same inputs, so they generate the same responses: checked at every step.
+   data paths give the model the same inputs, so they generate the same responses: checked at every step.
 
 Run: `make bench` (or `pytest benchmarks/bench_train_step.py -s --benchmark-only`).
 """
@@ -81,7 +86,8 @@ def test_step_time_cache_vs_live(tmp_path: Path, benchmark) -> None:
 
 
 # -- one step on realistic clips: evr1's cache vs live decoding vs the peer's design -------------
-PATH_NAMES = ("cache", "live", "peer")
+PATH_NAMES = ("cache", "live", "peer", "peer-design")
+DATA_PATHS = PATH_NAMES[:3]  # the same learner; only the media reads differ
 PHASES = ("data", "rollout", "reward", "advantage", "old_logprobs", "update", "sync")
 REAL_CLIP = (640, 360, 30, 30)  # width, height, seconds, source fps
 # Scale for a 2-core CPU: the recipes' 262,144 px a frame (644x364, 8,970 visual tokens a prompt) take
@@ -108,7 +114,7 @@ def real_clips(work: Path) -> list[Record]:
     return records
 
 
-def step_experiment(work: Path, mode: str) -> Experiment:
+def step_experiment(work: Path, mode: str, per_row: bool = False) -> Experiment:
     model = TinyModel(name="bench-step", family="qwen2.5-vl", max_patches=4096, **STEP_MODEL)
     return Experiment(
         name="bench-step",
@@ -116,7 +122,8 @@ def step_experiment(work: Path, mode: str) -> Experiment:
         data=DataSpec(video=VideoSpec(fps=2.0, max_frames=128, min_pixels=56 * 56, max_pixels=FRAME_PIXELS),
                       cache=CacheSpec(path=str(work / "cache.lmdb"), mode=mode)),
         rollout=RolloutSpec(engine="hf", n=N, max_prompt_tokens=8192, max_response_tokens=RESPONSE_TOKENS),
-        trainer=TrainerSpec(steps=REAL_STEPS + 1, prompts_per_step=PROMPTS, seed=0),
+        trainer=TrainerSpec(steps=REAL_STEPS + 1, prompts_per_step=PROMPTS, seed=0, grouped_forward=not per_row,
+                            **({"logprob_chunk_tokens": 0} if per_row else {})),
         resources=ResourcesSpec(torch_threads=torch.get_num_threads()),
     )
 
@@ -146,13 +153,13 @@ class StepBench:
     def __init__(self, path: str, work: Path, records: list[Record]) -> None:
         from evr1.runner.ray.actors import LearnerWorker, RewardWorker, RolloutWorker
 
-        self.exp = step_experiment(work, "bypass" if path == "live" else "only")
+        self.exp = step_experiment(work, "bypass" if path == "live" else "only", per_row=path == "peer-design")
         self.records, root = records, work / "clips"
         self.rollout = RolloutWorker(self.exp, {"train": root})
         self.learner = LearnerWorker(self.exp, root, 0, 1, "")
         self.rewarder = RewardWorker(self.exp)
         self.dataset = None
-        if path == "peer":
+        if path in ("peer", "peer-design"):
             processor, video = self.rollout.processor, self.exp.data.video
             self.dataset = PeerDataset(video, processor, work / "peer")
             for prompter in (self.rollout.prompters["train"], self.learner.prompter):
@@ -220,15 +227,15 @@ def prepare_paths(work: Path) -> list[Record]:
 
 
 def measure_paths(work: Path = REAL_WORK, steps: int = REAL_STEPS) -> dict[str, list[dict[str, dict[str, float]]]]:
-    """Per path, the seconds per phase of `steps` steps after a warm-up step; the same responses on every path.
+    """Per path, the seconds per phase of `steps` steps after a warm-up step; the same responses on every data path.
 
-    The paths take turns step by step, so that a change in the machine's load falls on all three alike."""
+    The paths take turns step by step, so that a change in the machine's load falls on all four alike."""
     records = prepare_paths(work)
     benches = {path: StepBench(path, work, records) for path in PATH_NAMES}
     times: dict[str, list] = {path: [] for path in PATH_NAMES}
     for step in range(steps + 1):
         runs = {path: bench.step(step) for path, bench in benches.items()}
-        for path in PATH_NAMES[1:]:
+        for path in PATH_NAMES[1:] if step == 0 else DATA_PATHS[1:]:
             assert runs[path][1] == runs["cache"][1], f"step {step}: the {path} path generated other responses"
         if step:  # step 0 warms up
             for path, (seconds, _) in runs.items():
@@ -243,11 +250,14 @@ def report_paths(times: dict[str, list[dict[str, dict[str, float]]]], clock: str
     lines = [f"{clock} seconds per step (median of {len(times['cache'])}): "
              + "".join(f"{k:>13}" for k in (*PHASES, "step"))]
     for path, m in med.items():
-        lines.append(f"  {path:<8}" + " " * 28 + "".join(f"{m[k]:>13.3f}" for k in (*PHASES, "step")))
-    c, lv, pe = (med[p]["step"] for p in PATH_NAMES)
+        lines.append(f"  {path:<11}" + " " * 25 + "".join(f"{m[k]:>13.3f}" for k in (*PHASES, "step")))
+    c, lv, pe, design = (med[p]["step"] for p in PATH_NAMES)
     lines.append(f"  step ratios: live/cache {lv / c:.2f}x, live/peer {lv / pe:.2f}x (the peer reports 1.47x for "
                  f"live/its cache), peer/cache {pe / c:.2f}x; data share of the step: "
                  + ", ".join(f"{p} {med[p]['data'] / med[p]['step']:.0%}" for p in PATH_NAMES))
+    lines.append(f"  evr1 against the peer's whole design (its data path and a per-row learner): peer-design/cache "
+                 f"{design / c:.2f}x a step; update phase {med['peer-design']['update'] / med['cache']['update']:.2f}x,"
+                 f" old log-probs {med['peer-design']['old_logprobs'] / med['cache']['old_logprobs']:.2f}x")
     return "\n".join(lines)
 
 
@@ -266,7 +276,7 @@ def test_step_on_realistic_clips(benchmark, capsys) -> None:
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(description="one training step on realistic clips, three data paths")
+    parser = argparse.ArgumentParser(description="one training step on realistic clips: three data paths and the peer's design")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--steps", type=int, default=REAL_STEPS, help="measured steps per path, after a warm-up step")
     args = parser.parse_args()

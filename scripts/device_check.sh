@@ -52,7 +52,12 @@ PY
 
   local tiny=()
   [ "$TINY" = 1 ] && tiny=(--tiny --steps 2)
-  part gpu_check "${GPU_CHECK_S:-240}" bash scripts/gpu_check.sh "${tiny[@]}"
+  if [ "${QWEN35:-0}" = 1 ]; then  # the hybrid Qwen3.5 check in place of the Qwen2.5-VL one (docs/gpu.md)
+    part gpu_check_qwen35 "${GPU_CHECK_S:-240}" bash scripts/gpu_check.sh "${tiny[@]}" --family qwen3.5 \
+      --json "$OUT/gpu_check_qwen35.json"
+  else
+    part gpu_check "${GPU_CHECK_S:-240}" bash scripts/gpu_check.sh "${tiny[@]}"
+  fi
   local pytest=("$PY" -m pytest -p no:cacheprovider -rs -q)
   part hf_engine_tests "${HF_TESTS_S:-110}" "${pytest[@]}" --junitxml="$OUT/junit_hf_engine.xml" tests/engines/test_hf_engine_gpu.py
   part learner_tests "${LEARNER_TESTS_S:-100}" "${pytest[@]}" --junitxml="$OUT/junit_learner.xml" tests/runner/learner/test_learner_gpu.py

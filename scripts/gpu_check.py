@@ -1,4 +1,4 @@
-"""GPU check: the learner and the HF rollout engine on a random-init mid-size Qwen2.5-VL.
+"""GPU check: the learner and the HF rollout engine on a random-init mid-size Qwen2.5-VL (or Qwen3.5).
 
 A few training steps on synthetic video/image questions, with media read from the tensor cache
 and then decoded live, in bf16 with sdpa attention. Prints the step-time breakdown (media,
@@ -12,6 +12,10 @@ memory, not learning. `--tiny` runs the same code on CPU with the tiny test mode
 
     python scripts/gpu_check.py --json docs/gpu_check.json      # on a CUDA machine
     python scripts/gpu_check.py --tiny --steps 2                # anywhere, in seconds
+
+`--family qwen3.5` checks the hybrid model instead (9 Gated DeltaNet + 3 full-attention layers,
+32-pixel patches): the grouped learner on linear-attention states and the HF engine's hybrid cache,
+with flash-linear-attention / causal-conv1d kernels where installed, transformers' torch fallback else.
 """
 
 from __future__ import annotations
@@ -69,6 +73,22 @@ MID = Setup(  # ~0.4B parameters: a 12-layer 1024-wide LM and a 12-layer 1024-wi
     video=VideoSpec(fps=2.0, max_frames=16, min_pixels=64 * 28 * 28, max_pixels=256 * 28 * 28),
     image=ImageSpec(max_pixels=256 * 28 * 28),
     prompts=8, n=4, max_tokens=128, dtype="bfloat16",
+)
+MID_QWEN35 = Setup(  # the same widths and depths, hybrid decoder; media sides in 32-pixel units
+    model=TinyModel(name="gpucheck-qwen3.5", family="qwen3.5", hidden=1024, layers=12, heads=16,
+                    vision_width=1024, vision_depth=12, vocab_size=4096, max_patches=1024,
+                    extra={"vision": {"num_heads": 16}}),
+    canvas=Canvas(width=448, height=448, fps=4.0, frames=16),
+    video=VideoSpec(fps=2.0, max_frames=16, min_pixels=64 * 32 * 32, max_pixels=256 * 32 * 32),
+    image=ImageSpec(max_pixels=256 * 32 * 32),
+    prompts=8, n=4, max_tokens=128, dtype="bfloat16",
+)
+TINY_QWEN35 = Setup(
+    model=TinyModel(name="tiny-qwen3.5", family="qwen3.5"),
+    canvas=Canvas(width=64, height=64, fps=4.0, frames=4),
+    video=VideoSpec(fps=4.0, min_frames=4, max_frames=4, min_pixels=64 * 64, max_pixels=64 * 64),
+    image=ImageSpec(min_pixels=64 * 64, max_pixels=64 * 64),
+    prompts=2, n=2, max_tokens=4, dtype="float32",
 )
 TINY = Setup(
     model=TinyModel(name="tiny-qwen2.5-vl", family="qwen2.5-vl"),
@@ -209,11 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=4, help="training steps per media mode")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--workdir", type=Path, help="where model, data and cache go (default: a temporary folder)")
+    parser.add_argument("--family", choices=["qwen2.5-vl", "qwen3.5"], default="qwen2.5-vl", help="the model family")
     args = parser.parse_args(argv)
+    hybrid = args.family == "qwen3.5"
     if args.tiny:
-        setup, device = TINY, torch.device("cpu")
+        setup, device = (TINY_QWEN35 if hybrid else TINY), torch.device("cpu")
     elif torch.cuda.is_available():
-        setup, device = MID, torch.device("cuda")
+        setup, device = (MID_QWEN35 if hybrid else MID), torch.device("cuda")
     else:
         print("gpu_check: no CUDA GPU here; run with --tiny for the CPU smoke test", file=sys.stderr)
         return 2

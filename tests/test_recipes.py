@@ -142,3 +142,20 @@ def test_lora_with_fsdp_is_refused_when_the_config_is_built(tmp_path: Path) -> N
                "--set", "resources.learner_sharding='fsdp'", hf_home=tmp_path / "hf")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "model.lora is not supported with resources.learner_sharding='fsdp' yet" in out.stderr
+
+
+@pytest.mark.parametrize("variant", ["experiment", "multi_node"])
+def test_qwen35_video_has_the_peers_qwen35_frames_and_dry_runs(variant: str, tmp_path: Path) -> None:
+    """EasyVideoR1's Qwen3.5 config: 256 frames at 2 fps (the other published settings as for the recipes above)."""
+    name = "qwen35_video" if variant == "experiment" else f"qwen35_video:{variant}"
+    values = shown(evr1("show", name, hf_home=tmp_path / "hf"))
+    expected = PUBLISHED | {"data.video.max_frames": "256", "model.name": "'Qwen/Qwen3.5-2B'",
+                            "rollout.max_prompt_tokens": "36864"}
+    assert {key: values[key] for key in expected} == expected
+    assert values["eval.video.max_frames"] == "256"  # the one VideoSpec
+    if variant == "multi_node":
+        assert (values["resources.ray_address"], values["resources.num_gpus"]) == ("'auto'", "16")
+    out = evr1("run", name, "--dry-run", hf_home=tmp_path / "hf")
+    assert out.returncode == 0, out.stderr
+    assert "dry run: config validated" in out.stdout
+    assert not (tmp_path / "hf").exists()

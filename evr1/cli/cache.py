@@ -89,7 +89,7 @@ def build(
     data: Annotated[list[Path] | None, Opt("--data", help="Record files/folders (instead of the experiment's). Repeatable.")] = None,
     data_root: Annotated[Path | None, Opt(help="Media paths are relative to this (default: data.data_root, else each experiment data file's folder, or the first --data file's).")] = None,
     cache: Annotated[str | None, Opt(help="Cache directory (default: data.cache.path).")] = None,
-    family: Annotated[str | None, Opt(help="Use the default processors of a family: qwen2-vl, qwen2.5-vl, qwen3-vl (default: the experiment's model).")] = None,
+    family: Annotated[str | None, Opt(help="Use the default processors of a family: qwen2-vl, qwen2.5-vl, qwen3-vl, qwen3.5 (default: the experiment's model).")] = None,
     storage: Annotated[str | None, Opt(help="uint8 (default, exact) or bfloat16.")] = None,
     fps: Annotated[float | None, Opt(help="Video: frames sampled per second.")] = None,
     nframes: Annotated[int | None, Opt(help="Video: a fixed frame count (instead of fps).")] = None,

@@ -430,6 +430,9 @@ def list_components(
 
 
 def register(app: typer.Typer) -> None:
+    from evr1.cli.plan import plan
+
     app.command()(run)
     app.command()(show)
     app.command("list")(list_components)
+    app.command()(plan)

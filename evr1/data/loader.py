@@ -102,15 +102,16 @@ class FamilyProcessors:
 
 
 def family_processors(family: str) -> FamilyProcessors:
-    """The HF default processors of a Qwen-VL family (no download): qwen2-vl, qwen2.5-vl, qwen3-vl."""
+    """The HF default processors of a Qwen-VL family (no download): qwen2-vl, qwen2.5-vl, qwen3-vl, qwen3.5
+    (Qwen3.5 ships Qwen3-VL's processors)."""
     from transformers import Qwen2VLImageProcessor, Qwen2VLVideoProcessor, Qwen3VLVideoProcessor
 
     if family in ("qwen2-vl", "qwen2.5-vl"):
         return FamilyProcessors(Qwen2VLVideoProcessor(), Qwen2VLImageProcessor())
-    if family == "qwen3-vl":
+    if family in ("qwen3-vl", "qwen3.5"):
         image = Qwen2VLImageProcessor(patch_size=16, image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
         return FamilyProcessors(Qwen3VLVideoProcessor(), image)
-    raise ConfigError(f"unknown model family {family!r}; known: qwen2-vl, qwen2.5-vl, qwen3-vl")
+    raise ConfigError(f"unknown model family {family!r}; known: qwen2-vl, qwen2.5-vl, qwen3-vl, qwen3.5")
 
 
 @dataclass

@@ -138,7 +138,7 @@ class RecordPrompter:
             self.cache_hits += sum(m.cache_hit for m in media)
             messages = chat_messages(training_question_text(record, self.spec), [m.kind for m in media], self.spec.system)
             prompt = build_prompt(self.processor, messages, [m.processor_inputs() for m in media], chat_template=self.chat_template,
-                                  tools=self.tool_schemas)
+                                  tools=self.tool_schemas, thinking=self.spec.thinking)
             check_shown(prompt.text, self.tools)
             if self.max_tokens is not None and len(prompt) > self.max_tokens:
                 raise MediaLoadError(too_long(record, len(prompt), self.max_tokens))

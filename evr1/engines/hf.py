@@ -1,6 +1,7 @@
 """The HF rollout engine: batched sampling with a KV cache on any device torch runs on.
 
-Each chunk of prompts is left-padded and prefilled once; its KV cache is then repeated `n` times
+Each chunk of prompts is left-padded and prefilled once; its cache (keys and values; Qwen3.5's linear-attention
+layers: conv and recurrent states) is then repeated `n` times
 and the `B * n` rows decode together until every row has emitted a stop token or the budget is
 spent. Positions (M-RoPE, Qwen3-VL per-frame layout included) come from `evr1.models.forward`,
 the same code the learner's teacher-forced pass uses. Multimodal placeholder tokens are never
@@ -101,7 +102,9 @@ class HFEngine:
         positions, deltas = rope_positions(model, batch)
         out = model(**batch.model_inputs(model.dtype), position_ids=positions, use_cache=True, logits_to_keep=1)
         cache = out.past_key_values
-        cache.batch_repeat_interleave(n)
+        # n rows per prompt; `reorder_cache` (an index select) also copies linear-attention layers' conv and recurrent
+        # states (Qwen3.5), which have no `batch_repeat_interleave`.
+        cache.reorder_cache(torch.arange(len(prompts), device=self.device).repeat_interleave(n))
         logits = out.logits[:, -1].float().repeat_interleave(n, 0)
         mask = batch.attention_mask.repeat_interleave(n, 0)
         deltas = deltas.repeat_interleave(n, 0)

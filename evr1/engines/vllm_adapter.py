@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evr1.errors import ConfigError, Evr1Error
+from evr1.models.families import media_family
 
 if TYPE_CHECKING:
     import numpy as np
@@ -89,8 +90,9 @@ def collapse_placeholders(text: str, family: str, tokens: MediaTokens = MediaTok
     A run of image or video pads becomes one pad (Qwen2/2.5-VL keep the template's
     `<|vision_start|>`/`<|vision_end|>` around it). Qwen3-VL: a video's
     `<t seconds><|vision_start|>pads<|vision_end|>` groups become one bare `<|video_pad|>`, and
-    their times are returned.
+    their times are returned (Qwen3.5 likewise).
     """
+    family = media_family(family)  # type: ignore[arg-type]
     e = {k: re.escape(v) for k, v in vars(tokens).items()}
     text = re.sub(f"(?:{e['image']})+", lambda _: tokens.image, text)
     timestamps: list[list[float]] = []
@@ -184,7 +186,10 @@ class PixelLayout:
 def vllm_request(
     prompt: Prompt, family: str, tokens: MediaTokens, image: PixelLayout, video: PixelLayout, index: int = 0
 ) -> dict[str, Any]:
-    """The vLLM prompt dict (`prompt`, `multi_modal_data`, `mm_processor_kwargs`) for one of our prompts."""
+    """The vLLM prompt dict (`prompt`, `multi_modal_data`, `mm_processor_kwargs`) for one of our prompts.
+
+    `family` is the model's or its processor's (Qwen3.5's prompts are laid out as Qwen3-VL's: `media_family`)."""
+    family = media_family(family)  # type: ignore[arg-type]
     if not prompt.text:
         raise Evr1Error(f"prompt {index} has no text; build prompts with evr1.models.prompts.build_prompt")
     collapsed = collapse_placeholders(prompt.text, family, tokens)

@@ -6,7 +6,7 @@ from typing import Any, Literal, get_args
 
 from evr1.errors import Evr1Error, known_list
 
-Family = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl"]
+Family = Literal["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5"]
 FAMILIES: tuple[Family, ...] = get_args(Family)
 
 # HF `model_type` -> family (MoE variants share the dense family's processor and prompt layout).
@@ -15,11 +15,25 @@ _MODEL_TYPES: dict[str, Family] = {
     "qwen2_5_vl": "qwen2.5-vl",
     "qwen3_vl": "qwen3-vl",
     "qwen3_vl_moe": "qwen3-vl",
+    "qwen3_5": "qwen3.5",
+    "qwen3_5_moe": "qwen3.5",
 }
 
 # Vision patch edge in pixels; frames and images are resized to multiples of patch * merge (2).
-PATCH_SIZE: dict[Family, int] = {"qwen2-vl": 14, "qwen2.5-vl": 14, "qwen3-vl": 16}
+PATCH_SIZE: dict[Family, int] = {"qwen2-vl": 14, "qwen2.5-vl": 14, "qwen3-vl": 16, "qwen3.5": 16}
 SPATIAL_MERGE = 2
+
+
+def media_family(fam: Family) -> Family:
+    """The family whose processors, media tensors and prompt layout `fam` uses: Qwen3.5's checkpoints ship
+    `Qwen3VLProcessor` and `Qwen3VLVideoProcessor` (per-frame timestamps, 16-pixel patches), so "qwen3-vl"."""
+    return "qwen3-vl" if fam == "qwen3.5" else fam
+
+
+def is_hybrid(config: Any) -> bool:
+    """Whether a model (or its config) has linear-attention layers (Qwen3.5's Gated DeltaNet) next to full ones."""
+    text = getattr(config, "config", config).get_text_config()
+    return "linear_attention" in (getattr(text, "layer_types", None) or ())
 
 
 def alignment(fam: Family) -> int:
@@ -57,7 +71,8 @@ def family(obj: Any) -> Family:
 
 
 def processor_family(processor: Any) -> Family:
-    """The family of a Qwen-VL processor (by its class)."""
+    """The media family of a Qwen-VL processor (by its class; a Qwen3.5 processor is a Qwen3-VL one, see
+    `media_family`)."""
     name = type(processor).__name__
     for prefix, fam in (("Qwen3VL", "qwen3-vl"), ("Qwen2_5_VL", "qwen2.5-vl"), ("Qwen2VL", "qwen2-vl")):
         if name.startswith(prefix):

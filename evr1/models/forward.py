@@ -10,7 +10,8 @@ log-probabilities of given responses under the model's sampling distribution at 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +135,47 @@ def gather_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return logits.gather(-1, tokens.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
 
 
+@contextmanager
+def head_off(model: Any) -> Iterator[torch.nn.Module]:
+    """Within the block the model's forward returns, as its `logits`, the hidden states its LM head would read.
+
+    Yields the head. Nothing `[tokens, vocab]` is made by the forward; the caller applies the head
+    (whole, or in chunks: `evr1.models.logprobs`). Under FSDP2 the head's weight is in the root
+    unit, which stays gathered from the forward to the backward, so the head may be called after it.
+    """
+    head = model.lm_head
+    model.lm_head = torch.nn.Identity()
+    try:
+        yield head
+    finally:
+        model.lm_head = head
+
+
+def response_hidden(
+    model: Any,
+    prompts: Sequence[Prompt],
+    responses: Sequence[Sequence[int] | torch.Tensor],
+    pad_id: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Teacher-forced last hidden states `(B, R, H)` that predict each response token, targets `(B, R)`, mask `(B, R)`.
+
+    `model.lm_head` of the states gives the untempered logits. Gradients flow when enabled.
+    """
+    device = next(model.parameters()).device
+    batch = collate(prompts, pad_id, model.config, responses).to(device)
+    width_r = batch.input_ids.shape[1] - batch.prompt_length
+    targets = batch.input_ids[:, batch.prompt_length :]
+    mask = batch.attention_mask[:, batch.prompt_length :].bool()
+    if width_r == 0:
+        return torch.zeros(len(prompts), 0, model.config.get_text_config().hidden_size, device=device), targets, mask
+    positions, _ = rope_positions(model, batch)
+    with head_off(model):
+        out = model(
+            **batch.model_inputs(model.dtype), position_ids=positions, logits_to_keep=width_r + 1, use_cache=False
+        )
+    return out.logits[:, :-1], targets, mask
+
+
 def response_logits(
     model: Any,
     prompts: Sequence[Prompt],
@@ -145,18 +187,10 @@ def response_logits(
     """Teacher-forced logits `(B, R, V)` predicting each response token, the targets `(B, R)` and mask `(B, R)`.
 
     The logits are tempered (`temper(logits, temperature)`, `temperature` being the one the responses
-    were sampled at). Only the response logits are computed (`logits_to_keep`). Gradients flow when enabled.
+    were sampled at). Only the response positions reach the head. Gradients flow when enabled.
     """
-    device = next(model.parameters()).device
-    batch = collate(prompts, pad_id, model.config, responses).to(device)
-    width_r = batch.input_ids.shape[1] - batch.prompt_length
-    targets = batch.input_ids[:, batch.prompt_length :]
-    mask = batch.attention_mask[:, batch.prompt_length :].bool()
-    if width_r == 0:
-        return torch.zeros(len(prompts), 0, model.config.get_text_config().vocab_size, device=device), targets, mask
-    positions, _ = rope_positions(model, batch)
-    out = model(**batch.model_inputs(model.dtype), position_ids=positions, logits_to_keep=width_r + 1, use_cache=False)
-    return temper(out.logits[:, :-1], temperature), targets, mask
+    hidden, targets, mask = response_hidden(model, prompts, responses, pad_id)
+    return temper(model.lm_head(hidden), temperature), targets, mask
 
 
 def response_logprobs(

@@ -122,7 +122,7 @@ def resolve_attention(spec: ModelSpec, device: str | torch.device) -> str:
 def load_model(spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype | None = None) -> Any:
     """The Qwen-VL model for `spec` on `device`, in `dtype` (default: `resolve_dtype`), in eval mode.
 
-    Gradient checkpointing and a frozen vision tower follow the spec; training mode is the
+    Gradient checkpointing, the vision tower's frames per call and a frozen tower follow the spec; training mode is the
     caller's choice (`model.train()`). `spec.lora` is not applied here: this is the base model
     (rollout engines, the KL reference); the learner adds the adapters (`evr1.models.lora`).
     """
@@ -140,6 +140,10 @@ def load_model(spec: ModelSpec, *, device: str | torch.device = "cpu", dtype: to
     model.eval()
     if spec.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if spec.vision_frames_per_pass:
+        from evr1.models.vision import micro_batch_frames
+
+        micro_batch_frames(model.model.visual, spec.vision_frames_per_pass)
     if spec.freeze_vision:
         for param in model.model.visual.parameters():
             param.requires_grad_(False)

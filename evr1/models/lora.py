@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from evr1.errors import ConfigError, Evr1Error
-from evr1.specs import LoraSpec
+from evr1.specs import LINEAR_ATTENTION_PROJECTIONS, LoraSpec
 
 ADAPTER = "default"  # peft's adapter name; evr1 uses one adapter
 ADAPTER_DIR = "lora_adapter"  # the adapter (peft format) inside an exported model directory
@@ -39,11 +39,15 @@ def target_names(model: Any, spec: LoraSpec) -> list[str]:
     """Full names of the linear layers `spec` adapts in `model` (a Qwen-VL HF model).
 
     Raises `ConfigError` listing the language model's linear layer names when one of
-    `spec.target_modules` names none of them.
+    `spec.target_modules` names none of them (the linear-attention projections may name none in a model
+    without linear attention: they are among the defaults for hybrid models).
     """
+    from evr1.models.families import is_hybrid
+
     language = [n for n in _linear_names(model, model.model.language_model) if ".layers." in n]
     candidates = sorted({n.rsplit(".", 1)[-1] for n in language})
-    unknown = [n for n in spec.target_modules if n not in candidates]
+    optional = () if is_hybrid(model) else LINEAR_ATTENTION_PROJECTIONS
+    unknown = [n for n in spec.target_modules if n not in candidates and n not in optional]
     if unknown:
         raise ConfigError(
             f"model.lora.target_modules: {unknown} name no linear layer of {type(model).__name__}'s language "

@@ -119,6 +119,7 @@ def build_prompt(
     chat_template: str | None = None,
     answer_prefix: str = "",
     tools: Sequence[Mapping[str, Any]] = (),
+    thinking: bool | None = None,
 ) -> Prompt:
     """Render `messages` with the chat template (`chat_template`, a Jinja text, else the processor's own)
     and expand its media placeholders.
@@ -127,7 +128,8 @@ def build_prompt(
     order as `media`, or a plain question (then the media come first, in order). Each media item
     is the output of the family's image or video processor for one image or video. `answer_prefix` is text
     put at the start of the assistant's turn, after the template's generation prompt (e.g. "Answer:"). `tools`: function
-    schemas the template renders (its `tools=`; see `evr1.tools.template`).
+    schemas the template renders (its `tools=`; see `evr1.tools.template`). `thinking` is passed to the template as
+    `enable_thinking` (Qwen3.5's switch) unless None.
     """
     import torch
 
@@ -136,8 +138,9 @@ def build_prompt(
     if isinstance(messages, str):
         messages = chat_messages(messages, kinds)
     offered = {"tools": list(tools)} if tools else {}
+    switch = {} if thinking is None else {"enable_thinking": thinking}
     text = processor.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=add_generation_prompt,
-                                         chat_template=chat_template, **offered) + answer_prefix
+                                         chat_template=chat_template, **offered, **switch) + answer_prefix
 
     video_items = [_video_inputs(processor, fam, m, i) for i, (m, k) in enumerate(zip(media, kinds)) if k == "video"]
     image_items = [_image_inputs(m) for m, k in zip(media, kinds) if k == "image"]

@@ -72,6 +72,8 @@ def chat_template(fam: Family) -> str:
     Images and videos become `<|vision_start|><|image_pad|><|vision_end|>` (and `video_pad`); the
     processor expands each pad into one token per visual patch (per frame with timestamps for
     Qwen3-VL). Qwen2/2.5-VL add the default system message when none is given; Qwen3-VL does not.
+    Qwen3.5's has the thinking switch of its checkpoints: the generation prompt opens `<think>\n`, or
+    with `enable_thinking=False` (a template argument) gives an empty `<think>\n\n</think>\n\n` block.
     """
     default_system = fam in ("qwen2-vl", "qwen2.5-vl")
     system = (
@@ -96,22 +98,35 @@ def chat_template(fam: Family) -> str:
         "{%- endif -%}"
         "{{- '<|im_end|>\\n' -}}"
         "{%- endfor -%}"
-        "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
+        "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}" + (_THINKING_SWITCH if fam == "qwen3.5" else "")
+        + "{%- endif -%}"
     )
 
 
+_THINKING_SWITCH = (
+    "{%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\\n\\n</think>\\n\\n' -}}"
+    "{%- else -%}{{- '<think>\\n' -}}{%- endif -%}"
+)
+
+
 def train_tokenizer(fam: Family, vocab_size: int = 512) -> PreTrainedTokenizerBase:
-    """A `Qwen2Tokenizer` with `vocab_size` entries (specials first), trained on a fixed corpus."""
+    """The family's tokenizer class (`Qwen2Tokenizer`; `Qwen3_5Tokenizer` for Qwen3.5, whose pre-tokenisation
+    differs) with `vocab_size` entries (specials first), trained on a fixed corpus."""
     from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers, trainers
     from tokenizers.models import BPE
-    from transformers import Qwen2Tokenizer
-    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
+
+    if fam == "qwen3.5":
+        from transformers import Qwen3_5Tokenizer as TokenizerClass
+        from transformers.models.qwen3_5.tokenization_qwen3_5 import PRETOKENIZE_REGEX
+    else:
+        from transformers import Qwen2Tokenizer as TokenizerClass
+        from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
     fixed = SPECIAL_TOKENS + TAG_TOKENS
     if vocab_size < 256 + len(fixed):
         raise ValueError(f"vocab_size {vocab_size} is below the {256 + len(fixed)} byte and special tokens")
     bpe = Tokenizer(BPE())
-    # The same pipeline Qwen2Tokenizer rebuilds on load, so the saved files round-trip exactly.
+    # The same pipeline the tokenizer class rebuilds on load, so the saved files round-trip exactly.
     bpe.normalizer = normalizers.NFC()
     bpe.pre_tokenizer = pre_tokenizers.Sequence(
         [
@@ -127,7 +142,7 @@ def train_tokenizer(fam: Family, vocab_size: int = 512) -> PreTrainedTokenizerBa
     )
     bpe.train_from_iterator(_CORPUS_LINES, trainer)
     model = json.loads(bpe.to_str())["model"]
-    tokenizer = Qwen2Tokenizer(
+    tokenizer = TokenizerClass(
         vocab=model["vocab"],
         merges=[tuple(m) for m in model["merges"]],
         eos_token=EOS_TOKEN,

@@ -31,11 +31,13 @@ STATUS_ATTR = "__evr1_status__"
 # the image, or fractions of it.
 BoxUnits = Literal["pixels", "relative_1000", "normalized", "source_pixels"]
 # The units each Qwen-VL family answers boxes in (by `evr1.models.families.family`).
-MODEL_BOX_UNITS: dict[str, BoxUnits] = {"qwen2-vl": "relative_1000", "qwen2.5-vl": "pixels", "qwen3-vl": "relative_1000"}
+MODEL_BOX_UNITS: dict[str, BoxUnits] = {
+    "qwen2-vl": "relative_1000", "qwen2.5-vl": "pixels", "qwen3-vl": "relative_1000", "qwen3.5": "relative_1000"
+}
 
 
 def model_box_units(family: str) -> BoxUnits:
-    """The box units a model family answers in (Qwen2.5-VL: pixels of its resized input; Qwen2/3-VL: 0-1000)."""
+    """The box units a model family answers in (Qwen2.5-VL: pixels of its resized input; Qwen2/3-VL, Qwen3.5: 0-1000)."""
     try:
         return MODEL_BOX_UNITS[family]
     except KeyError:

@@ -12,7 +12,7 @@ from evr1.specs.data import DataSpec, PromptSpec, SynthSpec
 from evr1.specs.evaluation import EvalSpec
 from evr1.specs.media import CacheSpec, ImageSpec, VideoSpec
 from evr1.specs.mixing import MixerSpec
-from evr1.specs.model import LANGUAGE_PROJECTIONS, LoraSpec, ModelSpec
+from evr1.specs.model import LANGUAGE_PROJECTIONS, LINEAR_ATTENTION_PROJECTIONS, LoraSpec, ModelSpec
 from evr1.specs.rewards import CodeSandboxSpec, JudgeSpec, RewardSpec
 from evr1.specs.rollout import RolloutSpec
 from evr1.specs.rollout_correction import RejectionRule, RolloutCorrectionSpec
@@ -21,6 +21,7 @@ from evr1.specs.trainer import OptimSpec, ResourcesSpec, TrainerSpec
 
 __all__ = [
     "LANGUAGE_PROJECTIONS",
+    "LINEAR_ATTENTION_PROJECTIONS",
     "AlgoSpec",
     "CacheSpec",
     "CodeSandboxSpec",

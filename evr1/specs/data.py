@@ -16,12 +16,15 @@ class PromptSpec(Spec):
     `chat_template`: a Jinja file rendering the chat in place of the processor's own template (None),
     e.g. a fine-tuned model's; it gets what HF chat templates get (`messages`, `add_generation_prompt`)
     and must write each media item's placeholder as the processor's template does. `evr1 data prompt`
-    prints the prompt a record gets.
+    prints the prompt a record gets. `thinking`: the chat template's thinking switch (`enable_thinking`,
+    Qwen3.5's templates: True opens `<think>` for the model, False gives an empty thinking block); None
+    leaves the template's default (Qwen3.5: thinking on) and passes nothing.
     """
 
     system: str | None = None  # None: the chat template's default system prompt
     instruction: str = "Give the final answer inside <answer></answer>."
     chat_template: str | None = None
+    thinking: bool | None = None
 
 
 class SynthSpec(Spec):

@@ -9,13 +9,16 @@ from pydantic import Field, field_validator, model_validator
 from evr1.specs.base import PositiveInt, Spec
 
 LANGUAGE_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+# The Gated DeltaNet (linear attention) layers of hybrid models (Qwen3.5): query-key-value, output gate, output.
+LINEAR_ATTENTION_PROJECTIONS = ("in_proj_qkv", "in_proj_z", "out_proj")
 
 
 class LoraSpec(Spec):
     """LoRA adapters (peft) on the policy: only the adapters train, every base weight stays frozen.
 
     Each adapted linear layer computes `W x + (alpha / rank) * B A x`. `target_modules`: names of
-    the language model's linear layers to adapt (default: attention and MLP projections; checked
+    the language model's linear layers to adapt (default: attention and MLP projections, and on hybrid
+    models such as Qwen3.5 the linear-attention ones, which name no layer of other models; checked
     against the model when it loads). `vision`: "frozen" adapts nothing in the vision tower,
     "merger" also its patch merger(s) (Qwen3-VL: the deepstack mergers too), "tower" every linear
     layer of the tower. `dropout` acts on the adapters' input while training only; 0 (the default)
@@ -26,7 +29,7 @@ class LoraSpec(Spec):
     rank: PositiveInt = 64
     alpha: Annotated[float, Field(gt=0)] = 128.0
     dropout: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
-    target_modules: tuple[str, ...] = LANGUAGE_PROJECTIONS
+    target_modules: tuple[str, ...] = LANGUAGE_PROJECTIONS + LINEAR_ATTENTION_PROJECTIONS
     vision: Literal["frozen", "merger", "tower"] = "frozen"
 
     @field_validator("target_modules")
@@ -55,6 +58,9 @@ class ModelSpec(Spec):
     attn_implementation: Literal["auto", "sdpa", "flash_attention_2", "eager"] = "auto"
     freeze_vision: bool = False
     gradient_checkpointing: bool = False
+    # The vision tower runs at most this many temporal patches (frame pairs) per call, concatenating the outputs
+    # (exact: its attention never crosses a temporal patch); 0: all of a micro-batch's media in one call.
+    vision_frames_per_pass: Annotated[int, Field(ge=0)] = 0
     cache_dir: str | None = None
     lora: LoraSpec | None = None
 

@@ -36,6 +36,12 @@ class TrainerSpec(Spec):
     # Learner passes compute each group's prompt (with its media) once and its responses on its KV cache;
     # False forwards every prompt + response row whole (same numbers, n times the prompt's compute).
     grouped_forward: bool = True
+    # Learner log-probs and entropy go through the LM head this many response tokens at a time, each chunk recomputed
+    # in the backward, so [tokens, vocab] logits never exist whole (same numbers); 0: the whole logits at once.
+    logprob_chunk_tokens: Annotated[int, Field(ge=0)] = 1024
+    # "liger": the log-probs through liger-kernel's fused linear cross-entropy (CUDA only, `pip install evr1[liger]`;
+    # the entropy metric still goes through the chunked torch path, and an entropy bonus keeps torch throughout).
+    logprob_kernel: Literal["torch", "liger"] = "torch"
     mini_batches: PositiveInt = 1  # optimizer steps per epoch over a step's batch (groups kept whole)
     epochs: PositiveInt = 1  # passes over a step's batch, against the same old-policy log-probs
     # Pipelined rollouts: the engine generates up to this many steps ahead, with weights as many updates old,

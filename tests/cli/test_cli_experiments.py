@@ -247,7 +247,8 @@ def test_plan_shows_lora(tmp_path: Path) -> None:
     out = evr1("run", "qwen25vl_7b_video:small_gpu_lora", "--prepare", "--run-dir", str(tmp_path / "run"))
     assert out.returncode == 0, out.stderr
     lora = out.stdout[out.stdout.index(" lora ") : out.stdout.index(" data ")]  # the table wraps at 80 columns
-    assert " ".join(lora.split()) == "lora rank 64, alpha 128, targets q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, vision frozen"
+    assert " ".join(lora.split()) == ("lora rank 64, alpha 128, targets q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,"
+                                      " down_proj, in_proj_qkv, in_proj_z, out_proj, vision frozen")
     out = evr1("run", "quickstart", "--prepare", "--run-dir", str(tmp_path / "run2"))
     assert "off (full fine-tuning)" in out.stdout
 

@@ -175,6 +175,24 @@ def test_other_processor_arithmetic_is_followed(flags) -> None:
     assert torch.equal(Normaliser.of(proc).apply(video_patches(frames, geometry)), ref["pixel_values_videos"])
 
 
+@pytest.mark.parametrize("model_type", ["qwen3_5", "qwen3_5_moe", "qwen3_vl_moe"])
+def test_qwen35_and_moe_checkpoints_use_the_qwen3vl_processors(model_type: str) -> None:
+    """transformers maps Qwen3.5 (dense and MoE) and Qwen3-VL-MoE checkpoints to Qwen3-VL's processor classes, and
+    evr1's Qwen3.5 defaults are Qwen3-VL's: the Qwen3-VL parity cases here are theirs too."""
+    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+    from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPING_NAMES
+
+    assert PROCESSOR_MAPPING_NAMES[model_type] == PROCESSOR_MAPPING_NAMES["qwen3_vl"] == "Qwen3VLProcessor"
+    assert VIDEO_PROCESSOR_MAPPING_NAMES[model_type] == VIDEO_PROCESSOR_MAPPING_NAMES["qwen3_vl"]
+    # Qwen3-VL-MoE has no entry of its own: its processor's saved config names the image processor class
+    assert IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type, IMAGE_PROCESSOR_MAPPING_NAMES["qwen3_vl"]) == (
+        IMAGE_PROCESSOR_MAPPING_NAMES["qwen3_vl"])
+    ours, theirs = family_processors("qwen3.5"), family_processors("qwen3-vl")
+    assert ours.video_processor.to_dict() == theirs.video_processor.to_dict()
+    assert ours.image_processor.to_dict() == theirs.image_processor.to_dict()
+
+
 def test_a_negative_start_is_the_references_clamp_to_0(reference_reader, processors, media_root) -> None:
     """qwen-vl-utils clamps `video_start` to 0; a record's negative `start` is read as 0 and gives its pixels."""
     from evr1.data.records import MediaRef

@@ -176,7 +176,9 @@ def test_repetition_penalty_equals_transformers_generate(engine, processor) -> N
         )
         assert ours.token_ids.tolist() == theirs[0, ids.shape[1]:].tolist()
         responses.append(ours.token_ids.tolist())
-    assert responses[0] != responses[1]  # the penalty changed the greedy response
+    plain = responses[0]
+    if any(t in ids[0].tolist() + plain[:i] for i, t in enumerate(plain)):  # the greedy response picks a seen token
+        assert plain != responses[1]  # the penalty changed it (tiny Qwen3.5's never does: nothing to change)
 
 
 def test_placeholder_tokens_are_never_sampled(engine, prompts) -> None:

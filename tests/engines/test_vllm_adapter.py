@@ -485,3 +485,22 @@ def test_worker_side_load_passes_the_batch_through() -> None:
     worker = FakeWorker()
     assert _load_on_worker(worker, [("x", torch.zeros(1)), ("y", torch.zeros(1))]) == 2
     assert worker.loaded == [["x", "y"]]
+
+
+def test_qwen35_weight_names_are_the_ones_vllms_loader_maps(model_cache) -> None:
+    """vLLM's Qwen3.5 loader (vllm/model_executor/models/qwen3_5.py) takes HF names as they are: the linear-attention
+    projections `in_proj_qkv`, `in_proj_z`, `in_proj_b`, `in_proj_a` (stacked into its fused layers), and, for
+    MoE, transformers' fused `experts.gate_up_proj` (E, 2I, H), chunked in two on dim -2 without a transpose."""
+    from evr1.models import load_model
+    from evr1.models.testing import tiny_spec
+
+    for name in ("qwen3.5", "qwen3.5-moe"):
+        model = load_model(tiny_spec(name, model_cache))
+        names = [n for batch in weight_batches(model.state_dict(), 1 << 30) for n, _ in batch]
+        assert all(n.startswith(("model.language_model.", "model.visual.", "lm_head.")) for n in names)
+        linear = {n.rsplit(".", 2)[-2] for n in names if ".linear_attn." in n and n.endswith(".weight")}
+        assert linear == {"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj", "conv1d", "norm"}
+        if name == "qwen3.5-moe":
+            text = model.config.get_text_config()
+            gate_up = model.state_dict()["model.language_model.layers.0.mlp.experts.gate_up_proj"]
+            assert gate_up.shape == (text.num_experts, 2 * text.moe_intermediate_size, text.hidden_size)

@@ -1,9 +1,18 @@
-"""The shared-prefix forward against the per-row one: same log-probs and gradients, all three families.
+"""The shared-prefix forward against the per-row one: same log-probs and gradients, every family.
 
 Float32, a random-init model a little larger than the default tiny one, prompts with longer
 videos (and an image, and none), groups of several sizes whose responses have different lengths
 (one of a single token). Acceptance: per-token log-probs within 1e-5, each parameter's summed
 gradient within 1e-4 relative (its norm), with and without HF gradient checkpointing.
+
+Qwen3.5 (hybrid: two Gated DeltaNet layers, then a full-attention one) meets that for every
+parameter but those on the path of the linear layers' decay (`A_log`, `dt_bias`, `in_proj_a`), held
+to 2e-3 plus 1e-7 (`gradient_bound`; measured here: 4.4e-4 relative): their gradients go through
+transformers' float32 chunked delta rule, whose triangular solve loses about 3e-4 of them between
+HF's own padded batch and single rows of the same inputs. Measured once with that kernel patched to
+float64: batched vs single rows 1e-12, grouped vs single rows 2e-7 (the float32 casts elsewhere in
+the layer), so the grouped states are exact and the gap is the kernel's rounding, which a chunk
+boundary moved by the split changes.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ import torch
 from evr1.models import build_prompt, load_model, load_processor
 from evr1.models.forward import gather_logprobs, response_logits
 from evr1.models.grouped import shared_prefix_logits
-from evr1.models.testing import process_image, process_video, random_frames
+from evr1.models.testing import gradient_bound, process_image, process_video, random_frames
 from evr1.models.tiny import TinyModel
 from evr1.specs import ModelSpec
 
@@ -64,9 +73,12 @@ def test_grouped_forward_matches_per_row(fam: str, mid) -> None:
     _check_against_per_row(fam, *mid, checkpointing=False)
 
 
-def test_grouped_forward_matches_per_row_under_gradient_checkpointing(model_cache: Path) -> None:
-    """HF drops a checkpointed layer's cache in training; the grouped forward keeps its own (Qwen3-VL: deepstack)."""
-    _check_against_per_row("qwen3-vl", *_mid("qwen3-vl", model_cache), checkpointing=True)
+@pytest.mark.parametrize("family", ["qwen3-vl", "qwen3.5"])
+def test_grouped_forward_matches_per_row_under_gradient_checkpointing(family: str, model_cache: Path) -> None:
+    """HF drops a checkpointed layer's cache in training; the grouped forward keeps its own (Qwen3-VL: deepstack;
+    Qwen3.5: the recorded conv and recurrent states)."""
+    _check_against_per_row(family, *_mid(family, model_cache), checkpointing=True)
+
 
 
 def _check_against_per_row(fam: str, spec: ModelSpec, processor, *, checkpointing: bool) -> None:
@@ -87,7 +99,7 @@ def _check_against_per_row(fam: str, spec: ModelSpec, processor, *, checkpointin
     assert got_grads.keys() == want_grads.keys()
     assert any(".visual." in n for n in want_grads) and len(want_grads) == len(list(model.parameters()))
     for name, want in want_grads.items():
-        assert (got_grads[name] - want).norm() <= 1e-4 * want.norm() + 1e-12, name
+        assert (got_grads[name] - want).norm() <= gradient_bound(name, want), name
 
 
 def test_grouped_forward_tempers_and_handles_one_token_responses(fam: str, mid) -> None:

@@ -42,11 +42,16 @@ def _linear(model, name: str) -> bool:
     return isinstance(model.get_submodule(name), torch.nn.Linear)
 
 
-def test_default_targets_are_the_language_models_projections_only(spec, model) -> None:
+def test_default_targets_are_the_language_models_projections_only(fam, model) -> None:
     names = target_names(model, LoraSpec())
     layers = model.config.get_text_config().num_hidden_layers
-    assert len(names) == 7 * layers  # 4 attention + 3 MLP projections per decoder layer
-    assert {n.rsplit(".", 1)[-1] for n in names} == PROJECTIONS
+    if fam == "qwen3.5":  # layer 0 Gated DeltaNet (3 projections), layer 1 full attention (4), 3 MLP ones each
+        assert len(names) == (3 + 3) + (4 + 3)
+        assert {n.rsplit(".", 1)[-1] for n in names} == PROJECTIONS | {"in_proj_qkv", "in_proj_z", "out_proj"}
+        assert {n.rsplit(".", 2)[-2] for n in names if ".layers.0." in n} == {"linear_attn", "mlp"}
+    else:
+        assert len(names) == 7 * layers  # 4 attention + 3 MLP projections per decoder layer
+        assert {n.rsplit(".", 1)[-1] for n in names} == PROJECTIONS
     assert all(".language_model.layers." in n and _linear(model, n) for n in names)  # never the tower's MLP
 
 
@@ -68,12 +73,16 @@ def test_qwen3_deepstack_mergers_count_as_mergers(model_cache) -> None:
     assert any(".deepstack_merger_list." in n for n in names)  # Qwen3-VL's extra mergers, beside its main one
 
 
-def test_unknown_target_lists_the_candidates(model) -> None:
+def test_unknown_target_lists_the_candidates(fam, model) -> None:
     with pytest.raises(ConfigError) as err:
         target_names(model, LoraSpec(target_modules=("q_proj", "qkv_proj", "lm_head")))
     text = str(err.value)
     assert "model.lora.target_modules: ['qkv_proj', 'lm_head'] name no linear layer" in text
-    assert "['down_proj', 'gate_proj', 'k_proj', 'o_proj', 'q_proj', 'up_proj', 'v_proj']" in text
+    if fam == "qwen3.5":
+        assert ("['down_proj', 'gate_proj', 'in_proj_a', 'in_proj_b', 'in_proj_qkv', 'in_proj_z', 'k_proj', 'o_proj',"
+                " 'out_proj', 'q_proj', 'up_proj', 'v_proj']") in text
+    else:
+        assert "['down_proj', 'gate_proj', 'k_proj', 'o_proj', 'q_proj', 'up_proj', 'v_proj']" in text
 
 
 def test_merged_weights_are_w_plus_scale_b_a_by_hand(model_cache) -> None:

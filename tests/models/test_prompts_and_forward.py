@@ -25,7 +25,7 @@ def test_prompt_equals_the_processor_on_raw_frames(fam: str, processor) -> None:
 
     text = processor.apply_chat_template(chat_messages("What colour?", ["video", "image"]), tokenize=False,
                                          add_generation_prompt=True)
-    if fam == "qwen3-vl":  # the official layout: the per-frame groups replace the template's wrapper
+    if fam in ("qwen3-vl", "qwen3.5"):  # the official layout: the per-frame groups replace the template's wrapper
         text = text.replace("<|vision_start|><|video_pad|><|vision_end|>", "<|video_pad|>")
     reference = processor(text=[text], videos=[frames], images=[image], video_metadata=video["video_metadata"],
                           do_sample_frames=False, return_tensors="pt")
@@ -73,9 +73,10 @@ def test_a_qwen3_video_without_its_frame_times_is_refused(model_cache) -> None:
         build_prompt(processor, "Q", [bare])
 
 
-def test_text_only_prompt(processor) -> None:
+def test_text_only_prompt(fam, processor) -> None:
     prompt = build_prompt(processor, "Hello")
-    assert prompt.mm == {} and prompt.text.endswith("<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n")
+    opened = "<think>\n" if fam == "qwen3.5" else ""  # Qwen3.5's template opens the thinking block
+    assert prompt.mm == {} and prompt.text.endswith("<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n" + opened)
 
 
 def test_collate_left_pads_prompts_and_right_pads_responses(fam: str, processor, model) -> None:

@@ -24,6 +24,12 @@ def test_registry_has_one_tiny_model_per_family() -> None:
         entry = MODELS.get(f"tiny-{fam}")
         assert isinstance(entry, TinyModel) and entry.family == fam
         assert MODELS.describe(f"tiny-{fam}").origin == "builtin"
+    for fam in ("qwen3-vl", "qwen3.5"):
+        entry = MODELS.get(f"tiny-{fam}-moe")
+        assert isinstance(entry, TinyModel) and entry.family == fam and entry.moe
+    assert MODELS.describe("tiny-qwen3.5-moe").summary == (
+        "A random-init Qwen3.5 MoE (2 layers of width 64, Gated DeltaNet + full attention) for tests and the CPU"
+        " quickstart.")  # what `evr1 list models` prints
 
 
 def test_build_is_deterministic_and_cached(tmp_path: Path) -> None:
@@ -97,12 +103,61 @@ def test_byte_level_tokenizer_round_trips_any_text(processor) -> None:
             "qwen3-vl",
             "<|im_start|>user\n<|vision_start|><|video_pad|><|vision_end|>Why?<|im_end|>\n<|im_start|>assistant\n",
         ),
+        (  # Qwen3.5 thinks by default: its generation prompt opens the thinking block
+            "qwen3.5",
+            ("<|im_start|>user\n<|vision_start|><|video_pad|><|vision_end|>Why?<|im_end|>\n<|im_start|>assistant\n"
+             "<think>\n"),
+        ),
     ],
 )
 def test_chat_template_layout(name: str, expected: str, model_cache: Path) -> None:
     processor = load_processor(tiny_spec(name, model_cache))
     messages = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "Why?"}]}]
     assert processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) == expected
+
+
+def test_qwen35_thinking_switch(model_cache: Path) -> None:
+    """`enable_thinking=False` (PromptSpec.thinking=False) gives Qwen3.5's empty thinking block; other families'
+    templates ignore the argument."""
+    from evr1.models import build_prompt
+
+    messages = [{"role": "user", "content": "Why?"}]
+    head = "<|im_start|>user\nWhy?<|im_end|>\n<|im_start|>assistant\n"
+    qwen35 = load_processor(tiny_spec("qwen3.5", model_cache))
+    assert build_prompt(qwen35, messages, thinking=False).text == head + "<think>\n\n</think>\n\n"
+    assert build_prompt(qwen35, messages, thinking=True).text == head + "<think>\n"
+    assert build_prompt(qwen35, messages).text == head + "<think>\n"
+    assert build_prompt(load_processor(tiny_spec("qwen3-vl", model_cache)), messages, thinking=False).text == head
+
+
+@pytest.mark.parametrize(("name", "model_type", "fam"), [("tiny-qwen3-vl-moe", "qwen3_vl_moe", "qwen3-vl"),
+                                                         ("tiny-qwen3.5-moe", "qwen3_5_moe", "qwen3.5")])
+def test_moe_variants(name: str, model_type: str, fam: str, model_cache: Path) -> None:
+    """The MoE tiny models: their family's model type with 4 experts (2 per token), loaded and generating."""
+    from evr1.models.families import is_hybrid
+
+    spec = ModelSpec(name=name, cache_dir=str(model_cache), dtype="float32")
+    model = load_model(spec)
+    assert model.config.model_type == model_type and family(model) == fam == family(spec)
+    text = model.config.get_text_config()
+    assert (text.num_experts, text.num_experts_per_tok) == (4, 2)
+    assert is_hybrid(model) == (fam == "qwen3.5")
+    assert any(".mlp.experts." in n for n, _ in model.named_parameters())
+    out = model.generate(input_ids=torch.tensor([[20, 21, 22]]), max_new_tokens=3, do_sample=False)
+    assert out.shape == (1, 6)
+
+
+def test_qwen35_layers_are_hybrid(model_cache: Path) -> None:
+    """Every 4th decoder layer is full attention, the last one always: 2 layers = one Gated DeltaNet, one full."""
+    from evr1.models.tiny import _layer_types
+
+    assert _layer_types(2) == ["linear_attention", "full_attention"]
+    assert _layer_types(8) == ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3 + ["full_attention"]
+    assert _layer_types(5) == ["linear_attention"] * 3 + ["full_attention"] * 2
+    model = load_model(tiny_spec("qwen3.5", model_cache))
+    kinds = [type(layer.linear_attn if hasattr(layer, "linear_attn") else layer.self_attn).__name__
+             for layer in model.model.language_model.layers]
+    assert kinds == ["Qwen3_5GatedDeltaNet", "Qwen3_5Attention"]
 
 
 def test_chat_template_keeps_a_given_system_and_assistant_turns(processor) -> None:
@@ -136,14 +191,15 @@ def test_placeholder_ids_match_the_tokenizer(model, processor) -> None:
     assert set(model.generation_config.eos_token_id) == {tok.eos_token_id, tok.pad_token_id}
 
 
-@pytest.mark.parametrize(("name", "pixels"), [("qwen2-vl", 28), ("qwen2.5-vl", 28), ("qwen3-vl", 32)])
+@pytest.mark.parametrize(("name", "pixels"), [("qwen2-vl", 28), ("qwen2.5-vl", 28), ("qwen3-vl", 32), ("qwen3.5", 32)])
 def test_family_alignment(name: str, pixels: int) -> None:
     assert alignment(name) == pixels
 
 
 @pytest.mark.parametrize(
     ("model_type", "expected"),
-    [("qwen2_vl", "qwen2-vl"), ("qwen2_5_vl", "qwen2.5-vl"), ("qwen3_vl", "qwen3-vl"), ("qwen3_vl_moe", "qwen3-vl")],
+    [("qwen2_vl", "qwen2-vl"), ("qwen2_5_vl", "qwen2.5-vl"), ("qwen3_vl", "qwen3-vl"), ("qwen3_vl_moe", "qwen3-vl"),
+     ("qwen3_5", "qwen3.5"), ("qwen3_5_moe", "qwen3.5")],
 )
 def test_family_of_model_type(model_type: str, expected: str) -> None:
     assert family(model_type) == expected

@@ -58,7 +58,8 @@ def test_exact_conversion_table(units, spec_units, answer, reference, meta, expe
 
 
 def test_the_families_answer_conventions() -> None:
-    assert [model_box_units(f) for f in ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")] == ["relative_1000", "pixels", "relative_1000"]
+    families = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl", "qwen3.5")
+    assert [model_box_units(f) for f in families] == ["relative_1000", "pixels", "relative_1000", "relative_1000"]
     with pytest.raises(ValueError, match="'llava'"):
         model_box_units("llava")
 

@@ -51,12 +51,11 @@ import torch
 from torch import Tensor
 
 from evr1.algos.aggregation import Normaliser
-from evr1.algos.entropy import entropy_from_logits
 from evr1.algos.kl import KLController
 from evr1.algos.offpolicy import TokenKinds
 from evr1.errors import ConfigError
 from evr1.models import lora
-from evr1.models.forward import gather_logprobs, has_pixels, vision_anchor
+from evr1.models.forward import has_pixels, vision_anchor
 from evr1.registry import POLICY_LOSSES
 from evr1.runner.learner import checkpoint, distributed
 from evr1.runner.learner.batching import Sample, mini_batches, share_prompts, stack_rows
@@ -116,6 +115,8 @@ class Learner(LogprobModel):
             pad_id=pad_id,
             autocast=autocast,
             grouped=trainer.grouped_forward,
+            chunk_tokens=trainer.logprob_chunk_tokens,
+            kernel=trainer.logprob_kernel,
         )
         self.algo, self.optim_spec, self.trainer = algo, optim, trainer
         self.world_size = distributed.world_size()
@@ -284,13 +285,7 @@ class Learner(LogprobModel):
         micro-batch without media then adds the zero-valued `vision_anchor` to its loss.
         """
         chosen = [samples[i] for i in rows.indices]
-        logits, targets, mask = self._logits(chosen)
-        logprobs = gather_logprobs(logits, targets)
-        if self.algo.entropy_coef != 0:
-            entropy = entropy_from_logits(logits)
-        else:
-            with torch.no_grad():
-                entropy = entropy_from_logits(logits.detach())
+        logprobs, entropy, mask = self._scores(chosen, entropy="grad" if self.algo.entropy_coef != 0 else "metric")
         device = logprobs.device
         optional = {
             k: v.to(device)

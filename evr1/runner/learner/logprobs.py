@@ -9,6 +9,9 @@ log-prob, entropy and ratio is of the sampling distribution at the rollout tempe
 (`RolloutSpec.temperature`, passed in as `temperature`): `log_softmax(logits / T)` over the whole
 vocabulary, without top-k/top-p (T = 0, greedy: T = 1; see `evr1.models.forward.temper`); so is the
 entropy (metric and bonus). Offline rows' behaviour log-probs must be of the same tempered distribution.
+The forward stops at the last hidden states; log-probs and entropy go through the LM head
+`TrainerSpec.logprob_chunk_tokens` response tokens at a time (`evr1.models.logprobs.token_scores`, each
+chunk recomputed in the backward), so the `[tokens, vocab]` logits never exist whole (0: they do).
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import torch
 from torch import Tensor
 
 from evr1.errors import ConfigError
-from evr1.models.forward import gather_logprobs, response_logits
-from evr1.models.grouped import shared_prefix_logits
+from evr1.models.forward import response_hidden
+from evr1.models.grouped import shared_prefix_hidden
+from evr1.models.logprobs import liger_problem, token_scores
 from evr1.models.prompts import Prompt
 from evr1.runner.learner import distributed
 from evr1.runner.learner.batching import Sample, micro_batches, prefix_micro_batches, share_prompts
@@ -63,7 +67,9 @@ class LogprobModel:
     of `log_softmax(logits / temperature)`. `autocast`: the compute dtype (e.g. bfloat16 on a GPU),
     None for the parameters' dtype. `grouped` (`TrainerSpec.grouped_forward`): each group's prompt is
     computed once per micro-batch and its responses run on its KV cache (`evr1.models.grouped`,
-    micro-batches by `prefix_micro_batches`); off, every row is forwarded whole (`response_logits`).
+    micro-batches by `prefix_micro_batches`); off, every row is forwarded whole (`response_hidden`).
+    `chunk_tokens` (`TrainerSpec.logprob_chunk_tokens`): response tokens per pass through the head (0: all);
+    `kernel` (`TrainerSpec.logprob_kernel`): "torch" or "liger" (CUDA only; refused here otherwise).
     """
 
     def __init__(
@@ -75,15 +81,21 @@ class LogprobModel:
         pad_id: int | None = None,
         autocast: torch.dtype | None = None,
         grouped: bool = True,
+        chunk_tokens: int = 0,
+        kernel: str = "torch",
     ) -> None:
         if temperature < 0:
             raise ConfigError(f"the sampling temperature must be >= 0, got {temperature}")
+        if kernel == "liger" and (problem := liger_problem(next(model.parameters()).device)) is not None:
+            raise ConfigError(problem)
         self.model = model
         self.micro_batch_tokens = micro_batch_tokens
         self.temperature = temperature
         self.pad_id = _pad_id(model) if pad_id is None else pad_id
         self.autocast = autocast
         self.grouped = grouped
+        self.chunk_tokens = chunk_tokens
+        self.kernel = kernel
         self.distributed_passes = False  # FSDP: every worker must run the same number of forward passes
 
     @classmethod
@@ -102,7 +114,8 @@ class LogprobModel:
         model = load_model(spec, device=device)
         model.requires_grad_(False)
         return cls(
-            model, micro_batch_tokens=trainer.micro_batch_tokens, temperature=temperature, grouped=trainer.grouped_forward
+            model, micro_batch_tokens=trainer.micro_batch_tokens, temperature=temperature, grouped=trainer.grouped_forward,
+            chunk_tokens=trainer.logprob_chunk_tokens, kernel=trainer.logprob_kernel,
         )
 
     @property
@@ -114,16 +127,21 @@ class LogprobModel:
             return nullcontext()
         return torch.autocast(self.device.type, dtype=self.autocast)
 
-    def _logits(self, samples: Sequence[Sample]) -> tuple[Tensor, Tensor, Tensor]:
+    def _scores(self, samples: Sequence[Sample], entropy: str = "off") -> tuple[Tensor, Tensor | None, Tensor]:
+        """Log-probs `(B, R)`, the entropy `(B, R)` unless `entropy` is "off" (see `token_scores`), and the mask."""
         prompts = [s.prompt for s in samples]
         responses = [s.response_ids for s in samples]
         with self._autocast():
-            if not self.grouped:
-                return response_logits(self.model, prompts, responses, self.pad_id, temperature=self.temperature)
-            distinct, owner, _ = share_prompts(prompts, [s.group_id for s in samples])
-            return shared_prefix_logits(
-                self.model, distinct, owner, responses, self.pad_id, temperature=self.temperature
-            )
+            if self.grouped:
+                distinct, owner, _ = share_prompts(prompts, [s.group_id for s in samples])
+                hidden, targets, mask = shared_prefix_hidden(self.model, distinct, owner, responses, self.pad_id)
+            else:
+                hidden, targets, mask = response_hidden(self.model, prompts, responses, self.pad_id)
+            logprobs, entropies = token_scores(
+                self.model.lm_head, hidden, targets, mask,
+                temperature=self.temperature, chunk_tokens=self.chunk_tokens, entropy=entropy, kernel=self.kernel,
+            )  # fmt: skip
+        return logprobs, entropies, mask
 
     def _micro_batches(self, samples: Sequence[Sample]) -> list[list[int]]:
         split = prefix_micro_batches if self.grouped else micro_batches
@@ -149,10 +167,9 @@ class LogprobModel:
         try:
             for k in range(self._pass_count(len(batches))):
                 if k >= len(batches):  # an FSDP worker with fewer batches joins the others' passes
-                    self._logits([self._blank()])
+                    self._scores([self._blank()])
                     continue
-                logits, targets, mask = self._logits([samples[i] for i in batches[k]])
-                logprobs = gather_logprobs(logits, targets).masked_fill(~mask, 0.0).cpu()
+                logprobs = self._scores([samples[i] for i in batches[k]])[0].cpu()
                 for row, i in enumerate(batches[k]):
                     out[i] = logprobs[row, : samples[i].response_tokens].clone()
         finally:

@@ -2,10 +2,11 @@
 
 FSDP2 reduce-scatters the gradients of the parameters a backward reached; a worker whose
 micro-batch has no media reaches no vision parameter, so without `vision_anchor` the workers'
-collectives differ (gloo: a size mismatch; NCCL: a hang). For Qwen2.5-VL and Qwen3-VL (deepstack
-mergers), one spawn runs every scenario of `SCENARIOS` on two sharded workers with the grouped
-forward (the default: two FSDP forward calls per micro-batch); each must finish within the timeout
-and give what one unsharded learner forwarding every row whole gives on the whole batch: the same
+collectives differ (gloo: a size mismatch; NCCL: a hang). For Qwen2.5-VL, Qwen3-VL (deepstack
+mergers) and Qwen3.5 (hybrid layers; the gradients on its linear-attention decay path to
+`gradient_bound`'s wider bound, a float32-kernel noise floor), one spawn runs every scenario of
+`SCENARIOS` on two sharded workers with the grouped forward (the default: two FSDP forward calls per
+micro-batch); each must finish within the timeout and give what one unsharded learner forwarding every row whole gives on the whole batch: the same
 metrics, every optimizer step's gradients within 1e-4 relative, and the same weights to `STEP_ATOL`.
 AdamW's `eps` is 1e-5 here: at the default 1e-8 AdamW divides a gradient entry of about 1e-8 (float
 noise beside entries of 0.05 in the same row) by about itself, so two exact computations summed in
@@ -25,7 +26,7 @@ from torch.multiprocessing.spawn import ProcessException
 
 from evr1.models import build_prompt, load_processor
 from evr1.models.prompts import Prompt
-from evr1.models.testing import process_image, process_video, random_frames, tiny_spec
+from evr1.models.testing import gradient_bound, process_image, process_video, random_frames, tiny_spec
 from evr1.runner.learner import distributed
 from evr1.runner.learner.batching import Sample, mini_batches, prefix_micro_batches, share_prompts
 from evr1.runner.learner.distributed import free_port
@@ -34,7 +35,7 @@ from evr1.specs import AlgoSpec, OptimSpec, TrainerSpec
 
 from .learner_fixtures import FIRST_ORDINARY_ID, run_workers
 
-FAMILIES = ("qwen2.5-vl", "qwen3-vl")
+FAMILIES = ("qwen2.5-vl", "qwen3-vl", "qwen3.5")
 LR = 1e-3
 STEP_ATOL = 2e-2 * LR
 EPS = 1e-5  # AdamW's (see the module docstring)
@@ -207,7 +208,7 @@ def test_sharded_workers_match_one_learner_on_the_whole_batch(fam, name, two_sha
     for got, want in zip(got_grads, want_grads):
         assert got.keys() == want.keys()
         for key, value in want.items():
-            assert (got[key] - value).norm() <= 1e-4 * value.norm() + 1e-12, key
+            assert (got[key] - value).norm() <= gradient_bound(key, value), key
     assert_weights_close(results[0]["weights"], single.model.state_dict())  # rank 0 gathers
 
 

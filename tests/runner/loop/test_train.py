@@ -126,6 +126,20 @@ def test_qwen3_vl_remax_with_two_learners(tmp_path: Path, models: Path) -> None:
     assert all(r["learner/optimizer_steps"] == 2.0 and "reward/greedy_baseline" in r for r in rows[1:])
 
 
+def test_qwen35_hybrid_with_gradient_checkpointing(tmp_path: Path, models: Path) -> None:
+    """Qwen3.5 (Gated DeltaNet + full attention) with HF gradient checkpointing under the grouped learner: the
+    prompt's conv and recurrent states kept through the recompute; trains, syncs weights, exports and generates."""
+    _, rows = three_steps(tmp_path, models, "qwen3.5", 8, **{"model.gradient_checkpointing": "True"})
+    assert all(r["learner/optimizer_steps"] == 1.0 for r in rows[1:])
+
+
+@pytest.mark.parametrize("family", ["qwen3.5-moe", "qwen3-vl-moe"])
+def test_moe_variants(tmp_path: Path, models: Path, family: str) -> None:
+    """The mixture-of-experts tiny models (4 experts, 2 per token) through the same three steps and export."""
+    _, rows = three_steps(tmp_path, models, family, 8)
+    assert all(r["learner/optimizer_steps"] == 1.0 for r in rows[1:])
+
+
 def killed_after_first_checkpoint(target: Path, common: list[str]) -> None:
     """Start `evr1 run quickstart` into `target`, held at step 3 (`holding`), and kill it there (driver, local Ray,
     workers) once step 2 is saved."""

@@ -134,7 +134,7 @@ def test_unknown_experiment_lists_and_suggests(project: Path) -> None:
     message = str(info.value)
     assert message.startswith(f"unknown experiment 'tyo' under {project / 'experiments'} or among those evr1 ships.")
     assert "Did you mean 'toy'?" in message
-    assert "Known: ablations, quickstart, qwen25vl_7b_video, qwen3vl_8b_video, raises, returns_int, toy" in message
+    assert "Known: ablations, quickstart, qwen25vl_7b_video, qwen35_video, qwen3vl_8b_video, raises, returns_int, toy" in message
 
 
 def test_unknown_variant(project: Path) -> None:

@@ -247,6 +247,7 @@ class Registry(Generic[T]):
         self._check = check
         self._entries: dict[str, T] = {}
         self._origins: dict[str, str] = {}
+        self._modules: dict[str, str] = {}  # name -> the module that defines an instance whose class lives elsewhere
         self._aliases: dict[str, str] = {}
         self._pending: dict[str, metadata.EntryPoint] = {}
         self._clashes: dict[str, str] = {}  # name -> why it is ambiguous (an entry point collides)
@@ -255,21 +256,27 @@ class Registry(Generic[T]):
         self._lock = threading.RLock()
 
     # -- registration -------------------------------------------------------------------
-    def register(self, name: str, obj: T | None = None, *, aliases: Sequence[str] = (), override: bool = False) -> Any:
-        """Register `obj` under `name`; without `obj`, return a decorator that does."""
+    def register(
+        self, name: str, obj: T | None = None, *, aliases: Sequence[str] = (), override: bool = False,
+        module: str | None = None,
+    ) -> Any:
+        """Register `obj` under `name`; without `obj`, return a decorator that does.
+
+        `module`: the module that defines `obj`, where it is an instance of a class from elsewhere (a benchmark
+        module's `Benchmark`), so that `describe` names it rather than the class's module."""
         if obj is None:
             def decorator(target: T) -> T:
-                self._add(name, target, tuple(aliases), override)
+                self._add(name, target, tuple(aliases), override, module)
                 return target
 
             return decorator
-        self._add(name, obj, tuple(aliases), override)
+        self._add(name, obj, tuple(aliases), override, module)
         return obj
 
-    def _add(self, name: str, obj: T, aliases: tuple[str, ...], override: bool) -> None:
+    def _add(self, name: str, obj: T, aliases: tuple[str, ...], override: bool, defined_in: str | None = None) -> None:
         if not name or name != name.strip():
             raise RegistrationError(f"invalid {self.name} name {name!r}")
-        module = _module_of(obj)
+        module = defined_in or _module_of(obj)
         if "/" not in name and not (module == "evr1" or module.startswith("evr1.")):
             raise RegistrationError(
                 f"{self.name} name {name!r} from module {module!r} must be namespaced, e.g. 'yourpkg/{name}'"
@@ -290,6 +297,10 @@ class Registry(Generic[T]):
                         " pass override=True to replace it"
                     )
             self._entries[name] = obj
+            if defined_in:
+                self._modules[name] = defined_in
+            else:
+                self._modules.pop(name, None)
             builtin = self._loading or _registering_module() in self._builtin_modules  # whatever imported it first
             self._origins.setdefault(name, "builtin" if builtin else "runtime")
             self._pending.pop(name, None)
@@ -403,7 +414,10 @@ class Registry(Generic[T]):
     def describe(self, name: str) -> Description:
         key = self.canonical(name)
         obj = self.get(key)
+        defined_in = self._modules.get(key)
         target = obj if (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismodule(obj)) else type(obj)
+        if defined_in is not None:
+            target = importlib.import_module(defined_in)
         try:
             file = inspect.getsourcefile(target)
         except TypeError:
@@ -412,7 +426,7 @@ class Registry(Generic[T]):
             registry=self.name,
             name=key,
             aliases=tuple(sorted(a for a, k in self._aliases.items() if k == key)),
-            module=_module_of(obj),
+            module=defined_in or _module_of(obj),
             file=file,
             summary=_summary(obj),
             origin=self._origins.get(key, "?"),

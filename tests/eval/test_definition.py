@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -56,3 +57,14 @@ def test_rows_on_one_line_get_their_own_ids_and_repeats_are_refused(tmp_path: Pa
     with pytest.raises(RecordError, match="duplicate id 'tempcompass/yes_no/t1/7'"):
         BENCHMARKS.get("tempcompass").load(tmp_path)
 
+
+
+def test_describe_names_each_benchmarks_own_module() -> None:
+    """`describe` answers "where is X scored?" with the benchmark's module, not the shared `Benchmark` class's."""
+    from evr1.eval.benchmarks import MODULES
+
+    for module in MODULES:
+        name = importlib.import_module(f"evr1.eval.benchmarks.{module}").BENCHMARK.name
+        described = BENCHMARKS.describe(name)
+        assert described.module == f"evr1.eval.benchmarks.{module}"
+        assert described.file is not None and described.file.endswith(f"evr1/eval/benchmarks/{module}.py")

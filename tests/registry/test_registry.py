@@ -159,3 +159,15 @@ def test_a_builtin_imported_before_its_registry_loads_is_still_builtin() -> None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "builtin"
+
+
+def test_an_instance_registered_with_its_module_is_described_there() -> None:
+    from fractions import Fraction
+
+    reg: Registry = Registry("probe_instances")
+    reg.register("acme/half", Fraction(1, 2), module=__name__)
+    reg.register("acme/third", Fraction(1, 3))
+    assert (reg.describe("acme/half").module, reg.describe("acme/half").file) == (__name__, __file__)
+    assert reg.describe("acme/third").module == "fractions"
+    reg.register("acme/half", Fraction(1, 2), override=True)  # again without a module: the class's module
+    assert reg.describe("acme/half").module == "fractions"

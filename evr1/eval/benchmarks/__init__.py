@@ -26,4 +26,4 @@ MODULES = (
 
 for _name in MODULES:
     _bench = import_module(f"{__name__}.{_name}").BENCHMARK
-    BENCHMARKS.register(_bench.name, _bench)
+    BENCHMARKS.register(_bench.name, _bench, module=f"{__name__}.{_name}")

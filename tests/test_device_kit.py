@@ -31,6 +31,7 @@ OFF_THE_PATH = {
     "datasets": "records from saved Hugging Face datasets (evr1.data.tables)",
     "decord": "the optional 'decord' decode backend",
     "jiwer": "the OCR reward",
+    "liger_kernel": "the optional fused log-prob kernel (trainer.logprob_kernel='liger'; not in the GPU kit)",
     "math_verify": "the math reward",
     "nltk": "the open-ended reward's stemmer",
     "rouge_score": "the open-ended reward",

@@ -31,7 +31,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_wheel_ships_the_experiments(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert SHIPPED == ["ablations.py", "quickstart.py", "qwen25vl_7b_video.py", "qwen3vl_8b_video.py"]
+    assert SHIPPED == ["ablations.py", "quickstart.py", "qwen25vl_7b_video.py", "qwen35_video.py", "qwen3vl_8b_video.py"]
     assert {f"evr1/experiments/{name}" for name in SHIPPED} <= names
     assert "evr1/recipes.py" in names  # what the paper recipes import
 

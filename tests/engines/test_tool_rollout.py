@@ -17,6 +17,7 @@ from evr1.data.records import MediaRef, Record
 from evr1.data.testclips import write_clip
 from evr1.engines import SamplingParams
 from evr1.engines.base import RolloutResult
+from evr1.engines.hf import HFEngine
 from evr1.engines.tool_rollout import (
     Conversation,
     advance,
@@ -26,8 +27,9 @@ from evr1.engines.tool_rollout import (
     tool_rollouts,
 )
 from evr1.errors import ConfigError
-from evr1.models import build_prompt
+from evr1.models import build_prompt, load_model, load_processor
 from evr1.models.forward import collate, gather_logprobs, rope_positions, temper
+from evr1.models.testing import tiny_spec
 from evr1.registry import TOOLS
 from evr1.specs import CacheSpec, ImageSpec, ToolsSpec, VideoSpec
 from evr1.tools.media import ToolMedia
@@ -38,10 +40,29 @@ CALL = '<tool_call>\n{"name": "seek", "arguments": {"start_s": 1.0, "end_s": 3.0
 TOOLS_OFFERED = {"seek": TOOLS["seek"]}
 
 
-@pytest.fixture(scope="session")
+# One family here. Module-scoped: the session-scoped spec/processor/engine of tests/conftest.py and tests/engines/
+# may already hold another family's objects when the whole suite runs, whatever `fam` this module says.
+@pytest.fixture(scope="module")
 def fam() -> str:
-    """One family here (the engine, spec and processor fixtures of tests/conftest.py and tests/engines/ use it)."""
     return "qwen2.5-vl"
+
+
+@pytest.fixture(scope="module")
+def spec(fam: str, model_cache):
+    return tiny_spec(fam, model_cache)
+
+
+@pytest.fixture(scope="module")
+def processor(spec):
+    return load_processor(spec)
+
+
+@pytest.fixture(scope="module")
+def engine(spec, processor) -> HFEngine:
+    model = load_model(spec)
+    with torch.no_grad():
+        model.lm_head.weight.mul_(30.0)  # peaked, as tests/engines/conftest.py's engine
+    return HFEngine(model, processor)
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
 def test_unknown_target_names_what_was_tried(tmp_path: Path) -> None:
     err = one_line_error(evr1("run", "tiny-qwen-vl", "--benchmarks", "mvbench", cwd=tmp_path))
     assert err.startswith("error: 'tiny-qwen-vl' is no registered model (did you mean ")
-    assert "'tiny-qwen2.5-vl'" in err and "no experiment (known: (none))" in err and "no folder" in err
+    assert "'tiny-qwen2.5-vl'" in err and "no experiment (known: ablations, quickstart," in err and "no folder" in err
 
 
 def test_folders_that_are_neither_a_model_nor_a_run(tmp_path: Path) -> None:

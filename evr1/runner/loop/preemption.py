@@ -15,11 +15,13 @@ import threading
 from types import FrameType, TracebackType
 from typing import Any, Self
 
+from evr1.errors import CrossesProcesses
+
 EXIT_STOPPED = 75  # sysexits' EX_TEMPFAIL: stopped on request with a checkpoint; run it again with --resume
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-class Stopped(Exception):
+class Stopped(CrossesProcesses, Exception):
     """The run stopped on `signal_name` after `step` and saved `checkpoint` (a folder name)."""
 
     def __init__(self, signal_name: str, step: int, checkpoint: str) -> None:

@@ -93,10 +93,11 @@ CASES = [
          (("E", NONE), ("D", "")),
          ({"lvb_acc": 0.625}, {"lvb_acc": 0.125}), unparseable=(0.2 + 0.25) / 2),
     # plotQA: B, D; count: F (6 options). M-Avg over the two task types present (percent); official: the response cut
-    # before its first ")" must be the letter. Run 1: plotQA 1/2, count 1/1 -> 75. Run 2: "(D)" reads "(D": 0, 0 -> 0.
+    # character just before its first ")" is the letter (choice_bench.py at HEAD). Run 1: plotQA 1/2, count 1/1 -> 75.
+    # Run 2: "A" 0, "(D)" reads D: plotQA 1/2, count 0 -> 25.
     Case("mlvu", ("What is the plot?", "(A) x\n(B) y\n(C) z\n(D) w"), "mlvu/video/1_plotQA/ml1.mp4",
          (("B", NONE, "F"), ("A", "(D)", "E")),
-         ({"mlvu_percetion_score": 75.0}, {"mlvu_percetion_score": 0.0})),
+         ({"mlvu_percetion_score": 75.0}, {"mlvu_percetion_score": 25.0})),
     # SR: F, IMC: A (percent); official: the first of A-F written "X ", "X:" or "[X", else the first anywhere
     # ("The correct answer is (B)." reads B).
     Case("video_holmes", ("Why?", "A. a\nB. b\nC. c\nD. d\nE. e\nF. f"), "video_holmes/videos/h1.mp4",

@@ -51,6 +51,10 @@ class Trajectory:
     finish_reason: Literal["stop", "length"]
     text: str
     offline: bool = False
+    # A multi-turn (tool-using) response only, as in `RolloutResult`; None for a single turn.
+    policy_mask: torch.Tensor | None = None
+    response_mm: Mapping[str, torch.Tensor] | None = None
+    transcript: str | None = None
 
     def __len__(self) -> int:
         return int(self.token_ids.shape[0])
@@ -58,7 +62,8 @@ class Trajectory:
     @classmethod
     def online(cls, result: Any) -> Trajectory:
         """From an engine's `RolloutResult` (its log-probs are the sampling policy's)."""
-        return cls(result.prompt_index, result.token_ids, result.logprobs, result.finish_reason, result.text)
+        return cls(result.prompt_index, result.token_ids, result.logprobs, result.finish_reason, result.text,
+                   policy_mask=result.policy_mask, response_mm=result.response_mm, transcript=result.transcript)
 
 
 @dataclass(frozen=True)

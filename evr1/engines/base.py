@@ -113,6 +113,10 @@ class RolloutResult:
     logprobs: torch.Tensor  # (R,) float32
     finish_reason: FinishReason
     text: str
+    # A multi-turn (tool-using) response only (`evr1.engines.tool_rollout`); None for a single turn:
+    policy_mask: torch.Tensor | None = None  # (R,) bool: the policy wrote the token (tool replies are masked)
+    response_mm: Mapping[str, torch.Tensor] | None = None  # the replies' media (`MM_KEYS`), after the prompt's
+    transcript: str | None = None  # the whole conversation after the prompt; `text` is the policy's last turn
 
     def __len__(self) -> int:
         return int(self.token_ids.shape[0])

@@ -82,6 +82,7 @@ class StepBatch:
         return TrainItem(
             self.records[row.group], t.token_ids, t.logprobs, row.advantages, t.offline, row.group, row.ref_logprobs,
             staleness=0 if t.offline else self.staleness, old_logprobs=row.old_logprobs,
+            policy_mask=t.policy_mask, response_mm=t.response_mm,
         )  # fmt: skip
 
 

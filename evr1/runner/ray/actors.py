@@ -69,6 +69,8 @@ class TrainItem:
     ref_logprobs: Any = None
     staleness: int = 0
     old_logprobs: Any = None  # (R,) float32 (`LearnerWorker.old_logprobs`); the update needs them
+    policy_mask: Any = None  # (R,) bool for a multi-turn response: the loss falls on the policy's tokens only
+    response_mm: Any = None  # a multi-turn response's tool-reply media (`MM_KEYS`), after the prompt's
 
 
 class Placed:
